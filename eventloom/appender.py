@@ -1,0 +1,371 @@
+"""Appending events: chain, sign, publish with optimistic concurrency, pipelined per session."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import msgspec
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client
+from nats.js.kv import KeyValue
+
+from eventloom.bus.stream import StreamLayout
+from eventloom.errors import ConcurrencyError, EventloomError, EventValidationError
+from eventloom.event import ENVELOPE_VERSION, Event, canonical_bytes, encode_event, utc_timestamp
+from eventloom.keys import Signer
+from eventloom.tail import event_at, last_event
+from eventloom.validation import (
+    validate_actor,
+    validate_caused_by,
+    validate_payload_value,
+    validate_session,
+    validate_type,
+)
+
+IDEMPOTENCY_BUCKET: Final = "EVENTLOOM_IDEMPOTENCY"
+WRONG_LAST_SEQUENCE: Final = 10071
+MAX_BATCH: Final = 256
+MAX_IDEMPOTENCY_KEY: Final = 256
+_TRANSIENT = (
+    nats.errors.TimeoutError,
+    nats.errors.ConnectionClosedError,
+    nats.errors.NoRespondersError,
+    TimeoutError,
+    nats.js.errors.NoStreamResponseError,
+)
+
+
+class AppendRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """What a caller asks to append; the appender adds seq, ts, prev_hash, hash and signature."""
+
+    session: str
+    type: str
+    actor: str
+    payload: dict[str, Any] = msgspec.field(default_factory=dict)
+    caused_by: list[str] = msgspec.field(default_factory=list)
+    idempotency_key: str | None = None
+
+    def validated(self) -> AppendRequest:
+        validate_session(self.session)
+        validate_type(self.type)
+        validate_actor(self.actor)
+        validate_caused_by(self.caused_by)
+        validate_payload_value(self.type, self.payload)
+        key = self.idempotency_key
+        if key is not None and (not key or len(key) > MAX_IDEMPOTENCY_KEY or not key.isprintable()):
+            raise EventValidationError(
+                "idempotency_key", f"must be 1-{MAX_IDEMPOTENCY_KEY} printable characters"
+            )
+        return self
+
+
+@dataclass
+class _Tail:
+    seq: int = 0
+    hash: str | None = None
+    ts: str = ""
+    stream_seq: int = 0
+
+
+@dataclass
+class _Pending:
+    request: AppendRequest
+    future: asyncio.Future[Event]
+
+
+@dataclass
+class _SessionWriter:
+    """Serializes one session's appends; drains whatever queued up into one atomic batch."""
+
+    session: str
+    subject: str
+    tail: _Tail | None = None
+    queue: deque[_Pending] = field(default_factory=deque)
+    draining: asyncio.Task[None] | None = None
+
+
+class Appender:
+    """Appends events to the stream. One per process is enough; it is safe for concurrent use.
+
+    Within a session, appends are serialized and pipelined: whatever is waiting is published as one
+    atomic JetStream batch guarded by `Nats-Expected-Last-Subject-Sequence`, so two writers can never fork
+    a session. A writer that loses the race re-reads the tail and rebuilds its events (bounded retries).
+    Different sessions are written concurrently.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        layout: StreamLayout,
+        signer: Signer,
+        *,
+        max_attempts: int = 20,
+        publish_timeout: float = 10.0,
+    ) -> None:
+        self._client = client
+        self._js = client.jetstream(timeout=publish_timeout)
+        self._layout = layout
+        self._signer = signer
+        self._max_attempts = max_attempts
+        self._timeout = publish_timeout
+        self._writers: dict[str, _SessionWriter] = {}
+        self._kv: KeyValue | None = None
+
+    async def append(
+        self,
+        session: str,
+        type: str,
+        actor: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        caused_by: Sequence[str] = (),
+        idempotency_key: str | None = None,
+    ) -> Event:
+        request = AppendRequest(
+            session=session,
+            type=type,
+            actor=actor,
+            payload=payload if payload is not None else {},
+            caused_by=list(caused_by),
+            idempotency_key=idempotency_key,
+        )
+        return (await self.append_many([request]))[0]
+
+    async def append_many(self, requests: Sequence[AppendRequest]) -> list[Event]:
+        """Append in order; every request is validated before anything is published."""
+        for index, request in enumerate(requests):
+            try:
+                request.validated()
+            except EventValidationError as exc:
+                if len(requests) == 1:
+                    raise
+                raise EventValidationError(f"[{index}].{exc.field}", exc.reason) from None
+        loop = asyncio.get_running_loop()
+        futures: list[asyncio.Future[Event]] = []
+        for request in requests:
+            writer = self._writer(request.session)
+            future: asyncio.Future[Event] = loop.create_future()
+            writer.queue.append(_Pending(request, future))
+            futures.append(future)
+            if writer.draining is None or writer.draining.done():
+                writer.draining = asyncio.create_task(self._drain(writer), name=f"append:{writer.session}")
+        return list(await asyncio.gather(*futures))
+
+    def _writer(self, session: str) -> _SessionWriter:
+        writer = self._writers.get(session)
+        if writer is None:
+            writer = _SessionWriter(session, self._layout.subject_for(session))
+            self._writers[session] = writer
+        return writer
+
+    async def _drain(self, writer: _SessionWriter) -> None:
+        while writer.queue:
+            chunk = _take_chunk(writer.queue, MAX_BATCH if self._layout.atomic_batches else 1)
+            try:
+                if chunk[0].request.idempotency_key is not None:
+                    events = [await self._write_idempotent(writer, chunk[0].request)]
+                else:
+                    events = await self._write(writer, [p.request for p in chunk])
+            except Exception as exc:
+                writer.tail = None
+                for pending in chunk:
+                    if not pending.future.done():
+                        pending.future.set_exception(exc)
+                continue
+            for pending, event in zip(chunk, events, strict=True):
+                if not pending.future.done():
+                    pending.future.set_result(event)
+
+    async def _write(self, writer: _SessionWriter, requests: list[AppendRequest]) -> list[Event]:
+        for attempt in range(self._max_attempts):
+            tail = writer.tail or await self._load_tail(writer)
+            events = self._build(requests, tail)
+            try:
+                stream_seq = await self._publish(writer.subject, events, tail.stream_seq)
+            except nats.js.errors.APIError as exc:
+                if exc.err_code != WRONG_LAST_SEQUENCE:
+                    raise EventloomError(f"stream rejected the append: {exc.description}") from exc
+                writer.tail = None  # another writer won the race: re-read the tail, rebuild, retry
+                await _jitter(attempt)
+                continue
+            except _TRANSIENT:
+                writer.tail = None
+                stored = await self._reconcile(writer, events, attempt)
+                if stored:
+                    return events
+                continue
+            last = events[-1]
+            writer.tail = _Tail(last.seq, last.hash, last.ts, stream_seq)
+            return events
+        raise ConcurrencyError(
+            f"session {writer.session}: gave up after {self._max_attempts} attempts to append at the tail"
+        )
+
+    async def _reconcile(self, writer: _SessionWriter, events: list[Event], attempt: int) -> bool:
+        """After an unknown outcome (lost ack, reconnect), learn from the stream whether the write landed."""
+        await _jitter(attempt, base=0.1)
+        try:
+            stored = await last_event(self._client, self._layout, writer.session)
+        except _TRANSIENT:
+            return False
+        if stored is not None and stored.event.hash == events[-1].hash:
+            writer.tail = _Tail(stored.event.seq, stored.event.hash, stored.event.ts, stored.stream_seq)
+            return True
+        return False
+
+    async def _load_tail(self, writer: _SessionWriter) -> _Tail:
+        stored = await last_event(self._client, self._layout, writer.session)
+        tail = (
+            _Tail()
+            if stored is None
+            else _Tail(stored.event.seq, stored.event.hash, stored.event.ts, stored.stream_seq)
+        )
+        writer.tail = tail
+        return tail
+
+    def _build(self, requests: Sequence[AppendRequest], tail: _Tail) -> list[Event]:
+        events: list[Event] = []
+        prev_hash, floor_ts = tail.hash, tail.ts
+        for offset, request in enumerate(requests):
+            event = self._sign(request, tail.seq + 1 + offset, prev_hash, floor_ts)
+            events.append(event)
+            prev_hash, floor_ts = event.hash, event.ts
+        return events
+
+    def _sign(self, request: AppendRequest, seq: int, prev_hash: str | None, floor_ts: str) -> Event:
+        ts = max(utc_timestamp(), floor_ts)  # never earlier than the event it follows
+        body = canonical_bytes(
+            v=ENVELOPE_VERSION,
+            session=request.session,
+            seq=seq,
+            ts=ts,
+            type=request.type,
+            actor=request.actor,
+            payload=request.payload,
+            caused_by=request.caused_by,
+            prev_hash=prev_hash,
+        )
+        event_hash = hashlib.sha256(body).hexdigest()
+        event = Event(
+            v=ENVELOPE_VERSION,
+            session=request.session,
+            seq=seq,
+            ts=ts,
+            type=request.type,
+            actor=request.actor,
+            payload=request.payload,
+            caused_by=request.caused_by,
+            prev_hash=prev_hash,
+            hash=event_hash,
+            sig=self._signer.sign_hash(event_hash),
+            key_id=self._signer.key_id,
+        )
+        return event
+
+    async def _publish(self, subject: str, events: list[Event], expected_subject_seq: int) -> int:
+        """Publish one event, or several as one atomic batch; returns the stream seq of the last."""
+        if len(events) == 1:
+            headers = {
+                "Nats-Msg-Id": events[0].hash,
+                "Nats-Expected-Last-Subject-Sequence": str(expected_subject_seq),
+            }
+            ack = await self._js.publish(subject, encode_event(events[0]), headers=headers)
+            return int(ack.seq)
+        batch_id = events[0].hash[:32]
+        last_index = len(events) - 1
+        for index, event in enumerate(events[:-1]):
+            headers = {
+                "Nats-Batch-Id": batch_id,
+                "Nats-Batch-Sequence": str(index + 1),
+                "Nats-Msg-Id": event.hash,
+            }
+            if index == 0:
+                headers["Nats-Expected-Last-Subject-Sequence"] = str(expected_subject_seq)
+            await self._client.publish(subject, encode_event(event), headers=headers)
+        commit = {
+            "Nats-Batch-Id": batch_id,
+            "Nats-Batch-Sequence": str(last_index + 1),
+            "Nats-Batch-Commit": "1",
+            "Nats-Msg-Id": events[-1].hash,
+        }
+        reply = await self._client.request(
+            subject, encode_event(events[-1]), timeout=self._timeout, headers=commit
+        )
+        response = msgspec.json.decode(reply.data)
+        error = response.get("error")
+        if error is not None:
+            raise nats.js.errors.APIError(
+                code=error.get("code"), err_code=error.get("err_code"), description=error.get("description")
+            )
+        return int(response["seq"])
+
+    async def _write_idempotent(self, writer: _SessionWriter, request: AppendRequest) -> Event:
+        """A repeated idempotency key returns the event the first call appended."""
+        assert request.idempotency_key is not None
+        kv = await self._idempotency_kv()
+        kv_key = f"{writer.session}.{hashlib.sha256(request.idempotency_key.encode()).hexdigest()[:40]}"
+        try:
+            entry = await kv.get(kv_key)
+        except nats.js.errors.KeyNotFoundError:
+            entry = None
+        if entry is not None and entry.value:
+            return (await event_at(self._client, self._layout, int(entry.value))).event
+        msg_id = f"{writer.session}:{request.idempotency_key}"
+        for attempt in range(self._max_attempts):
+            tail = writer.tail or await self._load_tail(writer)
+            event = self._build([request], tail)[0]
+            headers = {"Nats-Msg-Id": msg_id, "Nats-Expected-Last-Subject-Sequence": str(tail.stream_seq)}
+            try:
+                ack = await self._js.publish(writer.subject, encode_event(event), headers=headers)
+            except nats.js.errors.APIError as exc:
+                if exc.err_code != WRONG_LAST_SEQUENCE:
+                    raise EventloomError(f"stream rejected the append: {exc.description}") from exc
+                writer.tail = None
+                await _jitter(attempt)
+                continue
+            except _TRANSIENT:
+                writer.tail = None
+                await _jitter(attempt, base=0.1)
+                continue  # the retry carries the same Nats-Msg-Id, so a stored first try is deduplicated
+            if ack.duplicate:
+                writer.tail = None
+                original = (await event_at(self._client, self._layout, int(ack.seq))).event
+            else:
+                writer.tail = _Tail(event.seq, event.hash, event.ts, int(ack.seq))
+                original = event
+            await _remember(kv, kv_key, int(ack.seq))
+            return original
+        raise ConcurrencyError(f"session {writer.session}: gave up appending idempotency key after retries")
+
+    async def _idempotency_kv(self) -> KeyValue:
+        if self._kv is None:
+            self._kv = await self._js.create_key_value(bucket=IDEMPOTENCY_BUCKET, history=1)
+        return self._kv
+
+
+def _take_chunk(queue: deque[_Pending], limit: int) -> list[_Pending]:
+    """Queued appends up to `limit`; an idempotency-keyed append always travels alone."""
+    if queue[0].request.idempotency_key is not None:
+        return [queue.popleft()]
+    chunk: list[_Pending] = []
+    while queue and len(chunk) < limit and queue[0].request.idempotency_key is None:
+        chunk.append(queue.popleft())
+    return chunk
+
+
+async def _remember(kv: KeyValue, key: str, stream_seq: int) -> None:
+    try:
+        await kv.create(key, str(stream_seq).encode())
+    except nats.js.errors.KeyWrongLastSequenceError:
+        pass  # the first writer of this key already recorded it
+
+
+async def _jitter(attempt: int, base: float = 0.002) -> None:
+    await asyncio.sleep(min(0.5, base * (2 ** min(attempt, 8))) * random.random())

@@ -1,0 +1,1 @@
+"""NATS mechanics: the embedded server, connections, the stream layout and pull consumers."""

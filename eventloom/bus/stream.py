@@ -1,0 +1,131 @@
+"""The EVENTLOOM stream: subjects, partitions, and idempotent creation or upgrade."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Final
+
+import msgspec
+from nats.aio.client import Client
+
+from eventloom.errors import EventloomError
+
+SUBJECT_ROOT: Final = "eventloom"
+DLQ_STREAM: Final = "EVENTLOOM_DLQ"
+DLQ_SUBJECT_ROOT: Final = "eventloom_dlq"
+PARTITIONS_METADATA_KEY: Final = "eventloom.partitions"
+_MAX_MSG_BYTES: Final = 4 * 1024 * 1024
+_NANOS: Final = 1_000_000_000
+
+
+def partition_of(session: str, partitions: int) -> int:
+    return int(hashlib.sha256(session.encode()).hexdigest()[:8], 16) % partitions
+
+
+class StreamLayout(msgspec.Struct, frozen=True):
+    """How sessions map to subjects; `partitions` is fixed when the stream is created."""
+
+    name: str = "EVENTLOOM"
+    partitions: int = 16
+    atomic_batches: bool = False
+
+    def subject_for(self, session: str) -> str:
+        return f"{SUBJECT_ROOT}.{partition_of(session, self.partitions)}.{session}"
+
+    def partition_subjects(self, partitions: list[int] | None = None) -> list[str]:
+        chosen = range(self.partitions) if partitions is None else partitions
+        return [f"{SUBJECT_ROOT}.{p}.*" for p in chosen]
+
+    @property
+    def all_subjects(self) -> str:
+        return f"{SUBJECT_ROOT}.*.*"
+
+
+async def jetstream_api(client: Client, verb: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One `$JS.API` request with a plain JSON body; raises with the server's own description."""
+    payload = msgspec.json.encode(body) if body is not None else b""
+    reply = await client.request(f"$JS.API.{verb}", payload, timeout=10)
+    response: dict[str, Any] = msgspec.json.decode(reply.data)
+    return response
+
+
+async def ensure_stream(
+    client: Client,
+    *,
+    name: str = "EVENTLOOM",
+    partitions: int = 16,
+    duplicate_window_s: float = 120.0,
+) -> StreamLayout:
+    """Create the stream, or upgrade its config in place; the partition count of an existing stream wins."""
+    info = await jetstream_api(client, f"STREAM.INFO.{name}")
+    if "error" in info and info["error"].get("err_code") != 10059:  # 10059: stream not found
+        raise EventloomError(f"stream {name}: {info['error'].get('description')}")
+    existing = info.get("config") if "error" not in info else None
+    if existing is not None:
+        partitions = int(existing.get("metadata", {}).get(PARTITIONS_METADATA_KEY, partitions))
+    config = _stream_config(name, partitions, duplicate_window_s)
+    verb = f"STREAM.UPDATE.{name}" if existing is not None else f"STREAM.CREATE.{name}"
+    response = await jetstream_api(client, verb, config)
+    if "error" in response and config.pop("allow_atomic", None):
+        response = await jetstream_api(client, verb, config)  # servers before 2.12 lack atomic batches
+    if "error" in response:
+        raise EventloomError(f"stream {name}: {response['error'].get('description')}")
+    applied = response.get("config", {})
+    await _ensure_dlq(client)
+    return StreamLayout(name=name, partitions=partitions, atomic_batches=bool(applied.get("allow_atomic")))
+
+
+def _stream_config(name: str, partitions: int, duplicate_window_s: float) -> dict[str, Any]:
+    layout = StreamLayout(name=name, partitions=partitions)
+    return {
+        "name": name,
+        "subjects": layout.partition_subjects(),
+        "retention": "limits",
+        "storage": "file",
+        "discard": "old",
+        "max_msgs": -1,
+        "max_bytes": -1,
+        "max_age": 0,
+        "max_msg_size": _MAX_MSG_BYTES,
+        "num_replicas": 1,
+        "duplicate_window": int(duplicate_window_s * _NANOS),
+        "deny_delete": True,
+        "deny_purge": False,
+        "allow_direct": True,
+        "allow_atomic": True,
+        "metadata": {PARTITIONS_METADATA_KEY: str(partitions)},
+    }
+
+
+async def _ensure_dlq(client: Client) -> None:
+    config = {
+        "name": DLQ_STREAM,
+        "subjects": [f"{DLQ_SUBJECT_ROOT}.>"],
+        "retention": "limits",
+        "storage": "file",
+        "num_replicas": 1,
+        "max_msg_size": _MAX_MSG_BYTES * 2,
+    }
+    info = await jetstream_api(client, f"STREAM.INFO.{DLQ_STREAM}")
+    verb = "UPDATE" if "error" not in info else "CREATE"
+    response = await jetstream_api(client, f"STREAM.{verb}.{DLQ_STREAM}", config)
+    if "error" in response:
+        raise EventloomError(f"stream {DLQ_STREAM}: {response['error'].get('description')}")
+
+
+async def subject_counts(client: Client, stream: str, subject_filter: str) -> dict[str, int]:
+    """Messages per subject (paged through the STREAM.INFO subjects filter)."""
+    counts: dict[str, int] = {}
+    offset = 0
+    while True:
+        info = await jetstream_api(
+            client, f"STREAM.INFO.{stream}", {"subjects_filter": subject_filter, "offset": offset}
+        )
+        if "error" in info:
+            raise EventloomError(f"stream {stream}: {info['error'].get('description')}")
+        page: dict[str, int] = info.get("state", {}).get("subjects") or {}
+        counts.update(page)
+        total = int(info.get("total", 0))
+        offset += len(page)
+        if not page or offset >= total:
+            return counts

@@ -1,0 +1,36 @@
+"""The errors Eventloom raises. Every one carries a message a user can act on."""
+
+from __future__ import annotations
+
+
+class EventloomError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class EventValidationError(EventloomError, ValueError):
+    """An event or payload was rejected; `field` names the offending field (dotted path)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.reason = message
+
+
+class SignatureError(EventloomError):
+    """A signature did not verify, or was made by a key that is not trusted."""
+
+
+class UnknownKeyError(SignatureError):
+    """The event names a key id that is not in the keyring."""
+
+    def __init__(self, key_id: str) -> None:
+        super().__init__(f"key_id: signing key {key_id} is not in the trusted keyring")
+        self.key_id = key_id
+
+
+class ConcurrencyError(EventloomError):
+    """Another writer kept winning the race for a session's tail; the append was not written."""
+
+
+class NodeNotRunningError(EventloomError):
+    """No NATS server could be reached for this data directory."""

@@ -1,0 +1,148 @@
+"""Ed25519 signing keys in the data dir, and the keyring of public keys trusted for verification."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import msgspec
+from nacl.exceptions import BadSignatureError
+from nacl.signing import SigningKey, VerifyKey
+
+from eventloom.errors import SignatureError, UnknownKeyError
+
+
+def b64url(data: bytes) -> str:
+    """RFC 4648 section 5 base64url without padding."""
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def b64url_decode(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def key_id_of(public_key: bytes) -> str:
+    """First 16 hex of sha256(raw 32-byte public key)."""
+    return hashlib.sha256(public_key).hexdigest()[:16]
+
+
+class TrustedKey(msgspec.Struct, frozen=True):
+    key_id: str
+    public_key: str
+    added_at: str
+    comment: str = ""
+
+
+class _KeyringFile(msgspec.Struct):
+    keys: list[TrustedKey] = msgspec.field(default_factory=list)
+
+
+class Keyring:
+    """Public keys whose signatures verification accepts; any of them, so keys can rotate."""
+
+    def __init__(self, keys: list[TrustedKey] | None = None) -> None:
+        self._keys: dict[str, TrustedKey] = {}
+        self._verifiers: dict[str, VerifyKey] = {}
+        for key in keys or []:
+            self.add(key)
+
+    def add(self, key: TrustedKey) -> None:
+        raw = b64url_decode(key.public_key)
+        if len(raw) != 32 or key_id_of(raw) != key.key_id:
+            raise SignatureError(f"keyring: key {key.key_id} does not match its public key")
+        self._keys[key.key_id] = key
+        self._verifiers[key.key_id] = VerifyKey(raw)
+
+    def __contains__(self, key_id: object) -> bool:
+        return key_id in self._keys
+
+    @property
+    def keys(self) -> list[TrustedKey]:
+        return list(self._keys.values())
+
+    def verify(self, key_id: str, event_hash: str, sig: str) -> None:
+        """Raise UnknownKeyError or SignatureError unless `sig` signs the 32 raw hash bytes."""
+        verifier = self._verifiers.get(key_id)
+        if verifier is None:
+            raise UnknownKeyError(key_id)
+        try:
+            verifier.verify(bytes.fromhex(event_hash), b64url_decode(sig))
+        except (BadSignatureError, ValueError, binascii.Error):
+            raise SignatureError(f"sig: signature does not verify with key {key_id}") from None
+
+
+class Signer:
+    """The node's active private key."""
+
+    def __init__(self, signing_key: SigningKey) -> None:
+        self._key = signing_key
+        self.public_key = bytes(signing_key.verify_key)
+        self.key_id = key_id_of(self.public_key)
+
+    def sign_hash(self, event_hash: str) -> str:
+        return b64url(self._key.sign(bytes.fromhex(event_hash)).signature)
+
+
+class KeyStore:
+    """`<data>/keys/`: private seeds (0600) in `private/`, the active key id, and `keyring.json`."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.root = data_dir / "keys"
+        self.private_dir = self.root / "private"
+        self.keyring_path = self.root / "keyring.json"
+        self.active_path = self.root / "active"
+
+    def load_keyring(self) -> Keyring:
+        if not self.keyring_path.exists():
+            return Keyring()
+        parsed = msgspec.json.decode(self.keyring_path.read_bytes(), type=_KeyringFile)
+        return Keyring(parsed.keys)
+
+    def active_signer(self) -> Signer:
+        """The active key, generated on first use."""
+        if not self.active_path.exists():
+            return self.new_key(comment="generated on first use")
+        key_id = self.active_path.read_text().strip()
+        seed = (self.private_dir / f"{key_id}.key").read_bytes()
+        return Signer(SigningKey(bytes.fromhex(seed.decode().strip())))
+
+    def new_key(self, comment: str = "") -> Signer:
+        """Generate a key, trust it, and make it the one new events are signed with."""
+        signer = Signer(SigningKey.generate())
+        self.private_dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.root, 0o700)
+        os.chmod(self.private_dir, 0o700)
+        seed_path = self.private_dir / f"{signer.key_id}.key"
+        fd = os.open(seed_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(bytes(signer._key).hex() + "\n")
+        self.trust(TrustedKey(signer.key_id, b64url(signer.public_key), _now(), comment))
+        _atomic_write(self.active_path, (signer.key_id + "\n").encode())
+        return signer
+
+    def trust(self, key: TrustedKey) -> None:
+        keyring = self.load_keyring()
+        keyring.add(key)
+        self.root.mkdir(parents=True, exist_ok=True)
+        data = msgspec.json.format(msgspec.json.encode(_KeyringFile(keyring.keys)), indent=2)
+        _atomic_write(self.keyring_path, data + b"\n")
+
+    def active_key_id(self) -> str | None:
+        return self.active_path.read_text().strip() if self.active_path.exists() else None
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,219 @@
+"""The ledger mirror: a durable consumer that verifies every event and appends it to the JSONL ledger."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.js.api import AckPolicy
+
+from eventloom.bus.consumer import ConsumerSpec, DurableConsumer, read_stream
+from eventloom.bus.stream import StreamLayout, subject_counts
+from eventloom.chain import GENESIS, ChainBreak, ChainTip, check_next
+from eventloom.dlq import DeadLetter, dead_letter
+from eventloom.errors import UnknownKeyError
+from eventloom.event import Event, decode_event, encode_event
+from eventloom.keys import Keyring, KeyStore
+from eventloom.ledger.files import LedgerWriter, ledger_path, ledger_sessions, read_tip, repair_torn_tail
+
+MIRROR_CONSUMER = "ledger-mirror"
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Incoming:
+    message: Msg
+    event: Event | None
+    error: str | None = None
+
+
+@dataclass
+class MirrorStats:
+    written: int = 0
+    dead_lettered: int = 0
+    repaired_bytes: int = 0
+    refetched: int = 0
+    sessions: set[str] = field(default_factory=set)
+
+
+class LedgerMirror:
+    """Keeps `<ledger_dir>/<session>.jsonl` equal to the stream, verifying chain and signature first.
+
+    Lines are fsynced once per batch and only then acknowledged, so a crash loses nothing: what was not
+    acknowledged is redelivered, and a torn last line is cut on start and refetched from the stream.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        layout: StreamLayout,
+        keys: KeyStore,
+        ledger_dir: Path,
+        *,
+        batch: int = 1000,
+        consumer: str = MIRROR_CONSUMER,
+    ) -> None:
+        self._client = client
+        self._layout = layout
+        self._keys = keys
+        self._ledger_dir = ledger_dir
+        self._batch = batch
+        self._consumer = DurableConsumer(
+            client.jetstream(),
+            layout.name,
+            ConsumerSpec(
+                durable=consumer,
+                filter_subjects=layout.partition_subjects(),
+                ack_policy=AckPolicy.ALL,
+                ack_wait_s=60.0,
+                max_deliver=-1,
+            ),
+        )
+        self._name = consumer
+        self._tips: dict[str, ChainTip] = {}
+        self._writer = LedgerWriter(ledger_dir)
+        self._keyring = Keyring()
+        self.stats = MirrorStats()
+
+    async def start(self) -> None:
+        """Repair torn tails, load every session's tip, refetch what the files lack, open the consumer."""
+        self._keyring = await asyncio.to_thread(self._keys.load_keyring)
+        repaired, tips = await asyncio.to_thread(_recover_files, self._ledger_dir)
+        self.stats.repaired_bytes += repaired
+        self._tips = tips
+        counts = await subject_counts(self._client, self._layout.name, self._layout.all_subjects)
+        for subject, count in counts.items():
+            session = subject.rsplit(".", 1)[-1]
+            if count > self._tips.get(session, GENESIS).seq:
+                await self._refetch(session, before_stream_seq=None)
+        await self._consumer.open()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await self.start()
+        try:
+            while not stop.is_set():
+                messages = await self._consumer.fetch(self._batch, timeout=0.5)
+                if messages:
+                    await self.apply(messages)
+        finally:
+            await asyncio.to_thread(self._writer.close)
+            await self._consumer.close()
+
+    async def apply(self, messages: list[Msg]) -> None:
+        incoming = [_decode(message, self._layout) for message in messages]
+        for item in incoming:
+            if (
+                item.event is not None
+                and item.event.seq > self._tips.get(item.event.session, GENESIS).seq + 1
+            ):
+                await self._refetch(
+                    item.event.session, before_stream_seq=item.message.metadata.sequence.stream
+                )
+        await self._verify_and_write(incoming)
+        await messages[-1].ack()
+
+    async def _verify_and_write(self, incoming: list[_Incoming]) -> None:
+        failures = await asyncio.to_thread(self._write_verified, incoming)
+        if any("not in the trusted keyring" in (item.error or "") for item in failures):
+            self._keyring = await asyncio.to_thread(self._keys.load_keyring)  # a key may have been added
+            failures = await asyncio.to_thread(self._write_verified, failures)
+        for item in failures:
+            await self._dead_letter(item)
+
+    def _write_verified(self, incoming: list[_Incoming]) -> list[_Incoming]:
+        """Runs in a worker thread: the tips are only touched here while it runs."""
+        failures: list[_Incoming] = []
+        pending: dict[str, list[bytes]] = {}
+        for item in incoming:
+            event = item.event
+            if event is None:
+                failures.append(item)
+                continue
+            tip = self._tips.get(event.session, GENESIS)
+            if event.seq <= tip.seq:
+                continue  # already in the ledger: a redelivery
+            try:
+                self._tips[event.session] = check_next(event, tip, self._keyring)
+            except ChainBreak as exc:
+                item.error = exc.reason
+                failures.append(item)
+                continue
+            except UnknownKeyError as exc:
+                item.error = str(exc)
+                failures.append(item)
+                continue
+            pending.setdefault(event.session, []).append(encode_event(event))
+        for session, lines in pending.items():
+            self._writer.write(session, lines)
+            self.stats.written += len(lines)
+            self.stats.sessions.add(session)
+        self._writer.sync()
+        return failures
+
+    async def _refetch(self, session: str, before_stream_seq: int | None) -> None:
+        """Fill a gap between the ledger file and the stream straight from the stream."""
+        tip = self._tips.get(session, GENESIS)
+        batch: list[_Incoming] = []
+        async for message in read_stream(
+            self._client, self._layout.name, [self._layout.subject_for(session)]
+        ):
+            if before_stream_seq is not None and message.metadata.sequence.stream >= before_stream_seq:
+                break
+            item = _decode(message, self._layout)
+            if item.event is None or item.event.seq > tip.seq:
+                batch.append(item)
+        if batch:
+            self.stats.refetched += len(batch)
+            await self._verify_and_write(batch)
+
+    async def _dead_letter(self, item: _Incoming) -> None:
+        event = item.event
+        self.stats.dead_lettered += 1
+        log.warning(
+            "ledger mirror: dead-lettering stream seq %s: %s",
+            item.message.metadata.sequence.stream,
+            item.error,
+        )
+        await dead_letter(
+            self._client,
+            DeadLetter(
+                consumer=self._name,
+                stream_seq=item.message.metadata.sequence.stream,
+                subject=item.message.subject,
+                error=item.error or "unknown",
+                attempts=item.message.metadata.num_delivered or 1,
+                session=event.session if event else None,
+                seq=event.seq if event else None,
+                data=item.message.data.decode("utf-8", "replace"),
+            ),
+        )
+
+    async def pending(self) -> int:
+        return await self._consumer.pending()
+
+
+def _decode(message: Msg, layout: StreamLayout) -> _Incoming:
+    try:
+        event = decode_event(message.data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        return _Incoming(message, None, f"not a valid event: {exc}")
+    if layout.subject_for(event.session) != message.subject:
+        return _Incoming(
+            message, None, f"session {event.session} published on wrong subject {message.subject}"
+        )
+    return _Incoming(message, event)
+
+
+def _recover_files(ledger_dir: Path) -> tuple[int, dict[str, ChainTip]]:
+    repaired = 0
+    tips: dict[str, ChainTip] = {}
+    for session in ledger_sessions(ledger_dir):
+        path = ledger_path(ledger_dir, session)
+        repaired += repair_torn_tail(path)
+        tips[session] = read_tip(path)
+    return repaired, tips

@@ -1,0 +1,81 @@
+"""`EventLog`: the one handle an application needs to append to and read the log."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from nats.aio.client import Client
+
+from eventloom.appender import Appender, AppendRequest
+from eventloom.bus.connection import connect
+from eventloom.bus.consumer import read_stream
+from eventloom.bus.stream import StreamLayout, ensure_stream
+from eventloom.event import Event, decode_event
+from eventloom.keys import KeyStore, Signer
+from eventloom.runtime import resolve_nats_url
+from eventloom.settings import Settings
+
+
+class EventLog:
+    """A connection to the stream with an appender signing as this data dir's active key."""
+
+    def __init__(self, client: Client, layout: StreamLayout, signer: Signer, settings: Settings) -> None:
+        self.client = client
+        self.layout = layout
+        self.settings = settings
+        self.signer = signer
+        self.appender = Appender(client, layout, signer)
+
+    @classmethod
+    async def open(cls, settings: Settings, *, url: str | None = None, persistent: bool = True) -> EventLog:
+        client = await connect(url or resolve_nats_url(settings), name="eventloom-log", persistent=persistent)
+        try:
+            layout = await ensure_stream(
+                client,
+                name=settings.stream,
+                partitions=settings.partitions,
+                duplicate_window_s=settings.duplicate_window_s,
+            )
+            signer = await asyncio.to_thread(KeyStore(settings.data_dir).active_signer)
+        except BaseException:
+            await client.close()
+            raise
+        return cls(client, layout, signer, settings)
+
+    async def __aenter__(self) -> EventLog:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.client.drain()
+
+    async def append(
+        self,
+        session: str,
+        type: str,
+        actor: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        caused_by: Sequence[str] = (),
+        idempotency_key: str | None = None,
+    ) -> Event:
+        return await self.appender.append(
+            session, type, actor, payload, caused_by=caused_by, idempotency_key=idempotency_key
+        )
+
+    async def append_many(self, requests: Sequence[AppendRequest]) -> list[Event]:
+        return await self.appender.append_many(requests)
+
+    async def events(
+        self, session: str | None = None, *, from_seq: int = 1, follow: bool = False
+    ) -> AsyncIterator[Event]:
+        """Events in stream order (one session's, or all), from event seq `from_seq`."""
+        subjects = [self.layout.subject_for(session)] if session else self.layout.partition_subjects()
+        async for message in read_stream(self.client, self.layout.name, subjects, follow=follow):
+            event = decode_event(message.data)
+            if event.seq >= from_seq:
+                yield event

@@ -1,0 +1,138 @@
+"""The built-in event types and their payload schemas, registered when `eventloom.schemas` is imported.
+
+The Structs live beside this file, one module per idea; docs/event-types.md documents every type below.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+from eventloom.schemas.catalogue_activity import (
+    CommandCompleted,
+    FileEditApplied,
+    HookCheckpoint,
+    ToolCallCompleted,
+    TranscriptTurn,
+)
+from eventloom.schemas.catalogue_common import Evidence, Payload, TaskRef
+from eventloom.schemas.catalogue_inference import (
+    CausalEdgeGenerated,
+    EdgeTarget,
+    InferenceEdgeContradicted,
+    InferenceEdgeGenerated,
+    InferenceEdgeRetracted,
+    OutcomeExplained,
+)
+from eventloom.schemas.catalogue_memory import (
+    ConsolidationCandidateCreated,
+    ConsolidationCandidateReviewed,
+    EntityFact,
+    EntityRef,
+    MemoryFactAsserted,
+    MemoryInvalidated,
+    RelationFact,
+    RelationRef,
+)
+from eventloom.schemas.catalogue_sources import (
+    CodeFileIndexed,
+    CodeSymbolIndexed,
+    DocumentChunk,
+    DocumentIndexed,
+)
+from eventloom.schemas.catalogue_work import (
+    DecisionMade,
+    GoalCreated,
+    HandoffCreated,
+    IssueDiagnosed,
+    SessionEnded,
+    SessionStarted,
+    TaskClaimed,
+    TaskCompleted,
+    TaskProposed,
+    UserPreferenceChanged,
+    VerificationRecorded,
+)
+from eventloom.schemas.registry import register_event_type
+
+BUILTIN_EVENT_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
+    # work
+    "session.started": SessionStarted,
+    "session.ended": SessionEnded,
+    "goal.created": GoalCreated,
+    "task.proposed": TaskProposed,
+    "task.claimed": TaskClaimed,
+    "task.completed": TaskCompleted,
+    "decision.made": DecisionMade,
+    "issue.diagnosed": IssueDiagnosed,
+    "verification.recorded": VerificationRecorded,
+    "handoff.created": HandoffCreated,
+    "user.preference_changed": UserPreferenceChanged,
+    # activity observed by agent hooks
+    "hook.checkpoint": HookCheckpoint,
+    "command.completed": CommandCompleted,
+    "file.edit.applied": FileEditApplied,
+    "tool.call.completed": ToolCallCompleted,
+    "transcript.turn": TranscriptTurn,
+    # sources
+    "document.indexed": DocumentIndexed,
+    "code.file.indexed": CodeFileIndexed,
+    "code.symbol.indexed": CodeSymbolIndexed,
+    # authoritative memory
+    "memory.fact.asserted": MemoryFactAsserted,
+    "memory.invalidated": MemoryInvalidated,
+    "consolidation.candidate.created": ConsolidationCandidateCreated,
+    "consolidation.candidate.reviewed": ConsolidationCandidateReviewed,
+    # non-authoritative inference
+    "inference.edge.generated": InferenceEdgeGenerated,
+    "inference.edge.contradicted": InferenceEdgeContradicted,
+    "inference.edge.retracted": InferenceEdgeRetracted,
+    "causal.edge.generated": CausalEdgeGenerated,
+    "outcome.explained": OutcomeExplained,
+}
+"""Every built-in event type and its payload Struct."""
+
+for _event_type, _schema in BUILTIN_EVENT_TYPES.items():
+    register_event_type(_event_type, _schema)
+
+__all__ = [
+    "BUILTIN_EVENT_TYPES",
+    "CausalEdgeGenerated",
+    "CodeFileIndexed",
+    "CodeSymbolIndexed",
+    "CommandCompleted",
+    "ConsolidationCandidateCreated",
+    "ConsolidationCandidateReviewed",
+    "DecisionMade",
+    "DocumentChunk",
+    "DocumentIndexed",
+    "EdgeTarget",
+    "EntityFact",
+    "EntityRef",
+    "Evidence",
+    "FileEditApplied",
+    "GoalCreated",
+    "HandoffCreated",
+    "HookCheckpoint",
+    "InferenceEdgeContradicted",
+    "InferenceEdgeGenerated",
+    "InferenceEdgeRetracted",
+    "IssueDiagnosed",
+    "MemoryFactAsserted",
+    "MemoryInvalidated",
+    "OutcomeExplained",
+    "Payload",
+    "RelationFact",
+    "RelationRef",
+    "SessionEnded",
+    "SessionStarted",
+    "TaskClaimed",
+    "TaskCompleted",
+    "TaskProposed",
+    "TaskRef",
+    "ToolCallCompleted",
+    "TranscriptTurn",
+    "UserPreferenceChanged",
+    "VerificationRecorded",
+]

@@ -1,0 +1,92 @@
+"""Payload schemas of non-authoritative knowledge: inferred edges, causal edges, explained outcomes."""
+
+from __future__ import annotations
+
+import msgspec
+
+from eventloom.schemas.catalogue_common import (
+    Confidence,
+    EventHash,
+    Evidence,
+    Id,
+    Name,
+    Payload,
+    Seq,
+    SnakeCase,
+    Taxonomy,
+    Text,
+    Title,
+)
+
+
+class InferenceEdgeGenerated(Payload, kw_only=True):
+    """`inference.edge.generated`: a producer inferred a relation, with how sure it is and why."""
+
+    source: Name
+    target: Name
+    relation_type: SnakeCase
+    confidence: Confidence
+    method: Name
+    edge_id: Id | None = None
+    source_event_seq: Seq | None = None
+    source_event_hash: EventHash | None = None
+    evidence: list[Evidence] = msgspec.field(default_factory=list)
+
+
+class EdgeTarget(Payload, kw_only=True):
+    """Names an inferred edge: by `edge_id`, or by `source`, `target` and `relation_type` together."""
+
+    edge_id: Id | None = None
+    source: Name | None = None
+    target: Name | None = None
+    relation_type: SnakeCase | None = None
+
+    def __post_init__(self) -> None:
+        named = self.source is not None and self.target is not None and self.relation_type is not None
+        if self.edge_id is None and not named:
+            raise ValueError("name the edge by `edge_id` or by `source`, `target` and `relation_type`")
+
+
+class InferenceEdgeContradicted(EdgeTarget, kw_only=True):
+    """`inference.edge.contradicted`: evidence speaks against an inferred edge."""
+
+    reason: Text
+    confidence: Confidence | None = None
+    evidence: list[Evidence] = msgspec.field(default_factory=list)
+
+
+class InferenceEdgeRetracted(EdgeTarget, kw_only=True):
+    """`inference.edge.retracted`: an inferred edge is withdrawn."""
+
+    reason: Text
+    retracted_by_event_hash: EventHash | None = None
+
+
+class CausalEdgeGenerated(Payload, kw_only=True):
+    """`causal.edge.generated`: a proposed causal link; never authoritative until reviewed."""
+
+    cause: Title
+    effect: Title
+    taxonomy: Taxonomy
+    relation_type: SnakeCase
+    confidence: Confidence
+    method: Name
+    review_status: SnakeCase = "proposed"
+    authority_status: SnakeCase = "non_authoritative"
+    edge_id: Id | None = None
+    source_event_seq: Seq | None = None
+    source_event_hash: EventHash | None = None
+    evidence: list[Evidence] = msgspec.field(default_factory=list)
+
+
+class OutcomeExplained(Payload, kw_only=True):
+    """`outcome.explained`: why an outcome happened, in one of the causal taxonomy's terms."""
+
+    outcome: Title
+    explanation: Text
+    taxonomy: Taxonomy
+    cause: Title | None = None
+    cause_event_seq: Seq | None = None
+    cause_event_hash: EventHash | None = None
+    confidence: Confidence | None = None
+    evidence: list[Evidence] = msgspec.field(default_factory=list)

@@ -1,0 +1,59 @@
+"""The open registry of payload schemas: one msgspec Struct per known event type."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+from eventloom.errors import EventValidationError
+from eventloom.event import TYPE_PATTERN
+
+_schemas: dict[str, type[msgspec.Struct]] = {}
+_PATH_IN_MESSAGE = re.compile(r" - at `\$(?P<path>[^`]*)`$")
+_MISSING_FIELD = re.compile(r"^Object missing required field `(?P<name>[^`]+)`")
+
+
+def register_event_type(event_type: str, schema: type[msgspec.Struct], *, replace: bool = False) -> None:
+    """Make `event_type` a known type whose payload must convert to `schema`.
+
+    Plug-ins call this at import time. Registering a different schema for a type that already has one is
+    refused unless `replace` is set, so two plug-ins cannot silently disagree about a payload.
+    """
+    if not TYPE_PATTERN.match(event_type):
+        raise EventValidationError("type", f"{event_type!r} is not a dotted snake_case event type")
+    existing = _schemas.get(event_type)
+    if existing is not None and existing is not schema and not replace:
+        raise ValueError(f"event type {event_type!r} already has schema {existing.__qualname__}")
+    _schemas[event_type] = schema
+
+
+def schema_for(event_type: str) -> type[msgspec.Struct] | None:
+    """The registered schema, or None for an unknown (opaque) type."""
+    return _schemas.get(event_type)
+
+
+def known_event_types() -> list[str]:
+    return sorted(_schemas)
+
+
+def validate_payload(event_type: str, payload: dict[str, Any]) -> None:
+    """Check a known type's payload against its schema; unknown types pass as opaque objects."""
+    schema = _schemas.get(event_type)
+    if schema is None:
+        return
+    try:
+        msgspec.convert(payload, schema, strict=True)
+    except msgspec.ValidationError as exc:
+        raise EventValidationError(*_field_and_reason(str(exc))) from None
+
+
+def _field_and_reason(message: str) -> tuple[str, str]:
+    match = _PATH_IN_MESSAGE.search(message)
+    path = match.group("path") if match else ""
+    reason = message[: match.start()] if match else message
+    missing = _MISSING_FIELD.match(reason)
+    if missing:
+        return f"payload{path}.{missing.group('name')}", "required field is missing"
+    return f"payload{path}", reason

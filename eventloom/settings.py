@@ -1,0 +1,67 @@
+"""Runtime settings, from arguments and `EVENTLOOM_*` environment variables."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+DEFAULT_PARTITIONS: Final = 16
+SYNC_POLICY = re.compile(r"^(always|default|\d+(ms|s|m))$")
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{name}: expected an integer, got {raw!r}") from None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where data lives and how to reach (or start) NATS.
+
+    `sync` is the JetStream fsync policy of the embedded server: `always` (fsync every message before the
+    ack), `default` (the server's own interval, 2 minutes) or a duration such as `1s`. See docs/durability.md.
+    """
+
+    data_dir: Path = field(default_factory=lambda: Path(".eventloom"))
+    nats_url: str | None = None
+    partitions: int = DEFAULT_PARTITIONS
+    sync: str = "default"
+    duplicate_window_s: float = 120.0
+    stream: str = "EVENTLOOM"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.partitions <= 1024:
+            raise ValueError("partitions: must be between 1 and 1024")
+        if not SYNC_POLICY.match(self.sync):
+            raise ValueError("sync: must be 'always', 'default' or a duration like 500ms, 1s, 2m")
+
+    @classmethod
+    def from_env(cls, data_dir: Path | None = None, nats_url: str | None = None) -> Settings:
+        env_dir = os.environ.get("EVENTLOOM_DATA_DIR")
+        return cls(
+            data_dir=(data_dir or Path(env_dir or ".eventloom")).absolute(),
+            nats_url=nats_url or os.environ.get("EVENTLOOM_NATS_URL") or None,
+            partitions=_env_int("EVENTLOOM_PARTITIONS", DEFAULT_PARTITIONS),
+            sync=os.environ.get("EVENTLOOM_SYNC", "default"),
+            duplicate_window_s=float(_env_int("EVENTLOOM_DUPLICATE_WINDOW_S", 120)),
+        )
+
+    @property
+    def ledger_dir(self) -> Path:
+        return self.data_dir / "ledger"
+
+    @property
+    def nats_dir(self) -> Path:
+        return self.data_dir / "nats"
+
+    @property
+    def runtime_file(self) -> Path:
+        return self.data_dir / "runtime.json"

@@ -1,0 +1,104 @@
+"""Checks every append passes before anything is hashed, signed or published."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final
+
+import msgspec
+
+from eventloom.errors import EventValidationError
+from eventloom.event import HASH_PATTERN, SESSION_PATTERN, TYPE_PATTERN
+from eventloom.schemas import validate_payload
+
+MAX_PAYLOAD_BYTES: Final = 1024 * 1024
+MAX_ACTOR_CHARS: Final = 256
+MAX_CAUSED_BY: Final = 256
+MAX_DEPTH: Final = 64
+INT_MIN: Final = -(2**63)
+INT_MAX: Final = 2**63 - 1
+
+_size_encoder = msgspec.json.Encoder()
+
+
+def validate_session(session: object) -> str:
+    if not isinstance(session, str) or not SESSION_PATTERN.match(session):
+        raise EventValidationError("session", "must match ^[A-Za-z0-9_-]{1,128}$")
+    return session
+
+
+def validate_type(event_type: object) -> str:
+    if not isinstance(event_type, str) or not TYPE_PATTERN.match(event_type):
+        raise EventValidationError(
+            "type", "must be dotted snake_case with at least two parts, e.g. task.completed"
+        )
+    return event_type
+
+
+def validate_actor(actor: object) -> str:
+    if not isinstance(actor, str) or not actor.strip():
+        raise EventValidationError("actor", "must be a non-empty string")
+    if len(actor) > MAX_ACTOR_CHARS:
+        raise EventValidationError("actor", f"longer than {MAX_ACTOR_CHARS} characters")
+    _check_string("actor", actor)
+    if any(ch < " " for ch in actor):
+        raise EventValidationError("actor", "must not contain control characters")
+    return actor
+
+
+def validate_caused_by(caused_by: object) -> list[str]:
+    if not isinstance(caused_by, list):
+        raise EventValidationError("caused_by", "must be a list of event hashes")
+    if len(caused_by) > MAX_CAUSED_BY:
+        raise EventValidationError("caused_by", f"more than {MAX_CAUSED_BY} entries")
+    for index, item in enumerate(caused_by):
+        if not isinstance(item, str) or not HASH_PATTERN.match(item):
+            raise EventValidationError(f"caused_by[{index}]", "must be a 64-character lowercase hex sha256")
+    return list(caused_by)
+
+
+def validate_payload_value(event_type: str, payload: object) -> dict[str, Any]:
+    """Shape, JSON-safety, size and (for known types) schema of a payload."""
+    if not isinstance(payload, dict):
+        raise EventValidationError("payload", "must be a JSON object")
+    _check_json_value("payload", payload, 0)
+    size = len(_size_encoder.encode(payload))
+    if size > MAX_PAYLOAD_BYTES:
+        raise EventValidationError("payload", f"encodes to {size} bytes, over the {MAX_PAYLOAD_BYTES} limit")
+    validate_payload(event_type, payload)
+    return payload
+
+
+def _check_json_value(path: str, value: object, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise EventValidationError(path, f"nested deeper than {MAX_DEPTH} levels")
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, str):
+        _check_string(path, value)
+    elif isinstance(value, int):
+        if not INT_MIN <= value <= INT_MAX:
+            raise EventValidationError(path, "integer outside the signed 64-bit range")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise EventValidationError(path, "NaN and infinity are not valid JSON numbers")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise EventValidationError(path, f"object key {key!r} is not a string")
+            _check_string(f"{path}.{key}", key)
+            _check_json_value(f"{path}.{key}", item, depth + 1)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_json_value(f"{path}[{index}]", item, depth + 1)
+    else:
+        raise EventValidationError(path, f"{type(value).__name__} is not a JSON value")
+
+
+def _check_string(path: str, value: str) -> None:
+    if "\x00" in value:
+        raise EventValidationError(path, "must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise EventValidationError(path, "is not valid Unicode (lone surrogate)") from None

@@ -1,0 +1,195 @@
+"""`verify`: chain, hashes, signatures and seq continuity of ledger and stream, and their parity."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+import nats.js.errors
+from nats.aio.client import Client
+
+from eventloom.bus.consumer import read_stream
+from eventloom.bus.stream import StreamLayout
+from eventloom.chain import GENESIS, ChainBreak, ChainTip, check_next
+from eventloom.dlq import list_dead_letters
+from eventloom.event import decode_event, utc_timestamp
+from eventloom.keys import Keyring
+from eventloom.ledger.files import iter_lines, ledger_path, ledger_sessions
+from eventloom.ledger.mirror import MIRROR_CONSUMER
+
+
+class Finding(msgspec.Struct, frozen=True):
+    """The first place a session's log is broken, and why."""
+
+    where: str  # "ledger", "stream", "parity" or "dead-letter"
+    seq: int
+    reason: str
+
+
+class SessionReport(msgspec.Struct, kw_only=True):
+    session: str
+    ok: bool = True
+    ledger_events: int | None = None
+    stream_events: int | None = None
+    last_hash: str | None = None
+    findings: list[Finding] = msgspec.field(default_factory=list)
+
+    @property
+    def first_broken_seq(self) -> int | None:
+        return min((f.seq for f in self.findings), default=None)
+
+
+class VerifyReport(msgspec.Struct, kw_only=True):
+    ok: bool
+    checked_at: str
+    ledger_dir: str | None
+    stream: str | None
+    sessions: list[SessionReport]
+
+
+@dataclass
+class _ChainWalk:
+    """Walks one session's events in order and remembers the first break."""
+
+    tip: ChainTip = GENESIS
+    count: int = 0
+    broken: ChainBreak | None = None
+    extra: list[int] = field(default_factory=list)
+
+    def feed(self, session: str, line_or_event: bytes, keyring: Keyring, label: str) -> None:
+        self.count += 1
+        if self.broken is not None:
+            return
+        try:
+            event = decode_event(line_or_event)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            self.broken = ChainBreak(session, self.tip.seq + 1, f"{label} is not a valid event: {exc}")
+            return
+        if event.session != session:
+            self.broken = ChainBreak(session, event.seq, f"{label} belongs to session {event.session}")
+            return
+        try:
+            self.tip = check_next(event, self.tip, keyring)
+        except ChainBreak as exc:
+            self.broken = exc
+
+
+def verify_ledger_file(path: Path, session: str, keyring: Keyring) -> _ChainWalk:
+    walk = _ChainWalk()
+    for number, line in iter_lines(path):
+        walk.feed(session, line, keyring, f"line {number}")
+    return walk
+
+
+def verify_ledger_dir(ledger_dir: Path, keyring: Keyring, session: str | None = None) -> list[SessionReport]:
+    """Ledger-only verification; needs nothing but the files and the trusted public keys."""
+    sessions = [session] if session else ledger_sessions(ledger_dir)
+    reports = []
+    for name in sessions:
+        report = SessionReport(session=name)
+        path = ledger_path(ledger_dir, name)
+        if not path.exists():
+            report.findings.append(Finding("ledger", 1, f"no ledger file {path}"))
+        else:
+            walk = verify_ledger_file(path, name, keyring)
+            report.ledger_events = walk.count
+            report.last_hash = walk.tip.hash
+            if walk.broken is not None:
+                report.findings.append(Finding("ledger", walk.broken.seq, walk.broken.reason))
+        report.ok = not report.findings
+        reports.append(report)
+    return reports
+
+
+async def verify_stream(
+    client: Client, layout: StreamLayout, keyring: Keyring, session: str | None
+) -> dict[str, _ChainWalk]:
+    subjects = [layout.subject_for(session)] if session else layout.partition_subjects()
+    walks: dict[str, _ChainWalk] = {}
+    async for message in read_stream(client, layout.name, subjects):
+        name = message.subject.rsplit(".", 1)[-1]
+        walk = walks.setdefault(name, _ChainWalk())
+        walk.feed(name, message.data, keyring, f"stream message {message.metadata.sequence.stream}")
+    return walks
+
+
+async def wait_for_mirror(client: Client, layout: StreamLayout, timeout: float) -> bool:
+    """True once the ledger mirror has nothing pending (or it does not exist); False on timeout."""
+    js = client.jetstream()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        try:
+            info = await js.consumer_info(layout.name, MIRROR_CONSUMER)
+        except nats.js.errors.NotFoundError:
+            return False
+        if not info.num_pending and not info.num_ack_pending:
+            return True
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(0.1)
+
+
+async def verify_everything(
+    client: Client,
+    layout: StreamLayout,
+    keyring: Keyring,
+    ledger_dir: Path,
+    *,
+    session: str | None = None,
+    wait_s: float = 10.0,
+) -> VerifyReport:
+    await wait_for_mirror(client, layout, wait_s)
+    ledger = {r.session: r for r in await asyncio.to_thread(verify_ledger_dir, ledger_dir, keyring, session)}
+    stream = await verify_stream(client, layout, keyring, session)
+    letters = [
+        d for d in await list_dead_letters(client, MIRROR_CONSUMER) if not session or d.session == session
+    ]
+    names = sorted(set(ledger) | set(stream) | {d.session or "?" for d in letters})
+    reports = []
+    for name in names:
+        report = ledger.get(name) or SessionReport(session=name, ledger_events=0)
+        walk = stream.get(name)
+        if walk is not None:
+            report.stream_events = walk.count
+            if walk.broken is not None:
+                report.findings.append(Finding("stream", walk.broken.seq, walk.broken.reason))
+            _check_parity(report, walk)
+        elif name != "?":
+            report.findings.append(Finding("parity", 1, "session is in the ledger but not in the stream"))
+        for letter in letters:
+            if (letter.session or "?") == name:
+                report.findings.append(
+                    Finding("dead-letter", letter.seq or 0, f"stream seq {letter.stream_seq}: {letter.error}")
+                )
+        report.findings = [
+            f for f in report.findings if not (f.where == "ledger" and f.reason.startswith("no "))
+        ]
+        report.ok = not report.findings
+        reports.append(report)
+    return VerifyReport(
+        ok=all(r.ok for r in reports),
+        checked_at=utc_timestamp(),
+        ledger_dir=str(ledger_dir),
+        stream=layout.name,
+        sessions=reports,
+    )
+
+
+def _check_parity(report: SessionReport, walk: _ChainWalk) -> None:
+    if walk.broken is not None or any(f.where == "ledger" for f in report.findings):
+        return
+    ledger_seq = report.ledger_events or 0
+    if ledger_seq != walk.tip.seq:
+        report.findings.append(
+            Finding(
+                "parity",
+                min(ledger_seq, walk.tip.seq) + 1,
+                f"ledger ends at seq {ledger_seq}, stream at seq {walk.tip.seq}",
+            )
+        )
+    elif report.last_hash is not None and report.last_hash != walk.tip.hash:
+        report.findings.append(Finding("parity", ledger_seq, "ledger and stream disagree on the last hash"))
+    report.last_hash = walk.tip.hash

@@ -1,0 +1,40 @@
+"""The `eventloom` command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gateway.cli import keys_cmd, log_cmds, node_cmds, verify_cmd
+from gateway.cli.common import make_settings
+
+app = typer.Typer(
+    name="eventloom",
+    help="Event-sourced memory for AI agents: signed, hash-chained events on NATS JetStream.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+@app.callback()
+def _global_options(
+    ctx: typer.Context,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option("--data-dir", help="Data directory [env: EVENTLOOM_DATA_DIR; default: ./.eventloom]"),
+    ] = None,
+) -> None:
+    ctx.obj = make_settings(data_dir)
+
+
+node_cmds.register(app)
+log_cmds.register(app)
+verify_cmd.register(app)
+app.add_typer(keys_cmd.app, name="keys")
+
+
+def main() -> None:
+    app()

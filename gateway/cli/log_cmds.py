@@ -1,0 +1,177 @@
+"""`eventloom append` and `eventloom tail`."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from eventloom.appender import AppendRequest
+from eventloom.errors import EventValidationError
+from eventloom.event import Event, encode_event
+from eventloom.log import EventLog
+from eventloom.settings import Settings
+from gateway.cli.common import EXIT_INVALID, console, fail, print_json, run, settings_of
+
+_IMPORT_CHUNK = 1000
+
+
+class _ImportLine(msgspec.Struct, forbid_unknown_fields=True):
+    session: str
+    type: str
+    actor: str
+    payload: dict[str, Any] = msgspec.field(default_factory=dict)
+    caused_by: list[str] = msgspec.field(default_factory=list)
+    idempotency_key: str | None = None
+
+
+def register(app: typer.Typer) -> None:
+    app.command(help="Append one event, or every line of a JSONL file; prints one JSON line per event.")(
+        append
+    )
+    app.command(help="Print events in stream order; --follow keeps waiting for new ones.")(tail)
+
+
+def append(
+    ctx: typer.Context,
+    session: Annotated[str | None, typer.Option(help="Session id ([A-Za-z0-9_-], 1-128 chars)")] = None,
+    type: Annotated[str | None, typer.Option("--type", help="Event type, e.g. decision.made")] = None,
+    actor: Annotated[str | None, typer.Option(help="Who appends: an agent, user or tool name")] = None,
+    payload: Annotated[str, typer.Option(help="Payload as a JSON object")] = "{}",
+    idempotency_key: Annotated[
+        str | None, typer.Option(help="Repeat-safe key: a repeated key returns the original event")
+    ] = None,
+    from_file: Annotated[
+        Path | None, typer.Option("--from", help="JSONL file of {session, type, actor, payload} lines")
+    ] = None,
+) -> None:
+    settings = settings_of(ctx)
+    if from_file is not None:
+        requests = _read_import(from_file)
+    else:
+        missing = [
+            name for name, value in (("session", session), ("type", type), ("actor", actor)) if not value
+        ]
+        if missing:
+            fail(
+                f"missing option(s): {', '.join('--' + m for m in missing)} (or use --from FILE)",
+                EXIT_INVALID,
+            )
+        assert session is not None and type is not None and actor is not None
+        requests = [
+            AppendRequest(
+                session=session,
+                type=type,
+                actor=actor,
+                payload=_parse_payload(payload),
+                idempotency_key=idempotency_key,
+            )
+        ]
+    _validate_all(requests)
+    run(_append(settings, requests))
+
+
+def _parse_payload(text: str) -> dict[str, Any]:
+    try:
+        value = msgspec.json.decode(text)
+    except msgspec.DecodeError as exc:
+        fail(f"invalid input: payload: not valid JSON ({exc})", EXIT_INVALID)
+    if not isinstance(value, dict):
+        fail("invalid input: payload: must be a JSON object", EXIT_INVALID)
+    return value
+
+
+def _read_import(path: Path) -> list[AppendRequest]:
+    decoder = msgspec.json.Decoder(_ImportLine)
+    requests = []
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError as exc:
+        fail(f"--from: cannot read {path}: {exc.strerror}", EXIT_INVALID)
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            line = decoder.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            fail(f"invalid input: {path}:{number}: {exc}", EXIT_INVALID)
+        requests.append(AppendRequest(**msgspec.structs.asdict(line)))
+    return requests
+
+
+def _validate_all(requests: list[AppendRequest]) -> None:
+    """Reject the whole import before anything is written if any line is bad."""
+    for number, request in enumerate(requests, start=1):
+        try:
+            request.validated()
+        except EventValidationError as exc:
+            where = f"line {number}: " if len(requests) > 1 else ""
+            fail(f"invalid input: {where}{exc}", EXIT_INVALID)
+
+
+async def _append(settings: Settings, requests: list[AppendRequest]) -> None:
+    async with await EventLog.open(settings, persistent=False) as log:
+        if len(requests) <= _IMPORT_CHUNK:
+            for event in await log.append_many(requests):
+                _print_appended(event)
+            return
+        with _progress() as progress:
+            task = progress.add_task("appending", total=len(requests))
+            for start in range(0, len(requests), _IMPORT_CHUNK):
+                for event in await log.append_many(requests[start : start + _IMPORT_CHUNK]):
+                    _print_appended(event)
+                progress.advance(task, min(_IMPORT_CHUNK, len(requests) - start))
+
+
+def _print_appended(event: Event) -> None:
+    print_json(
+        {
+            "session": event.session,
+            "seq": event.seq,
+            "hash": event.hash,
+            "citation": event.citation,
+            "type": event.type,
+            "ts": event.ts,
+        }
+    )
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
+
+
+def tail(
+    ctx: typer.Context,
+    session: Annotated[str | None, typer.Option(help="Only this session")] = None,
+    from_seq: Annotated[int, typer.Option("--from-seq", min=1, help="Start at this event seq")] = 1,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing new events")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Whole events as JSON lines")] = False,
+) -> None:
+    run(_tail(settings_of(ctx), session, from_seq, follow, as_json))
+
+
+async def _tail(settings: Settings, session: str | None, from_seq: int, follow: bool, as_json: bool) -> None:
+    async with await EventLog.open(settings, persistent=follow) as log:
+        try:
+            async for event in log.events(session, from_seq=from_seq, follow=follow):
+                if as_json:
+                    print(encode_event(event).decode(), flush=True)
+                else:
+                    payload = msgspec.json.encode(event.payload).decode()
+                    print(
+                        f"{event.ts} {event.session}#{event.seq} {event.type} {event.actor} {payload[:160]}",
+                        flush=True,
+                    )
+        except asyncio.CancelledError:
+            pass

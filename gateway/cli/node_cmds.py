@@ -1,0 +1,188 @@
+"""`eventloom up | down | status`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from eventloom.bus.connection import connect
+from eventloom.bus.stream import DLQ_STREAM, ensure_stream, jetstream_api
+from eventloom.ledger.files import ledger_path, ledger_sessions, read_tip
+from eventloom.runtime import read_runtime, resolve_nats_url
+from eventloom.settings import Settings
+from gateway.cli.common import EXIT_FAILED, console, fail, print_json, run, settings_of
+from gateway.node import Node
+
+_START_TIMEOUT_S = 30.0
+
+
+def register(app: typer.Typer) -> None:
+    app.command(help="Start a node: embedded NATS (unless EVENTLOOM_NATS_URL is set) and the ledger mirror.")(
+        up
+    )
+    app.command(help="Stop the node running on this data dir.")(down)
+    app.command(help="Stream state, consumers and their lag, and ledger sessions.")(status)
+
+
+def up(
+    ctx: typer.Context,
+    detach: Annotated[
+        bool, typer.Option("--detach", "-d", help="Run in the background; log to <data>/node.log")
+    ] = False,
+    sync: Annotated[
+        str | None, typer.Option(help="JetStream fsync policy: always | default | a duration like 1s")
+    ] = None,
+) -> None:
+    settings = settings_of(ctx)
+    if sync is not None:
+        settings = Settings(**{**settings.__dict__, "sync": sync})
+    running = read_runtime(settings.runtime_file)
+    if running is not None:
+        fail(f"a node is already running for {settings.data_dir} (pid {running.pid}, {running.nats_url})")
+    if detach:
+        _start_detached(settings)
+        return
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    run(_run_node(settings))
+
+
+async def _run_node(settings: Settings) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    node = Node(settings)
+    task = asyncio.create_task(node.run(stop))
+    ready = asyncio.create_task(node.ready.wait())
+    await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED)
+    if node.ready.is_set():
+        console.print(f"eventloom node up: {node.url}  data dir {settings.data_dir}  (Ctrl-C to stop)")
+    await task
+
+
+def _start_detached(settings: Settings) -> None:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    log_path = settings.data_dir / "node.log"
+    env = {**os.environ, "EVENTLOOM_SYNC": settings.sync}
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gateway", "--data-dir", str(settings.data_dir), "up"],
+            stdout=log,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=env,
+        )
+    deadline = time.monotonic() + _START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        info = read_runtime(settings.runtime_file)
+        if info is not None and info.pid == process.pid:
+            console.print(f"eventloom node started in the background: pid {info.pid}, {info.nats_url}")
+            return
+        if process.poll() is not None:
+            fail(f"node exited with {process.returncode}; see {log_path}")
+        time.sleep(0.1)
+    process.terminate()
+    fail(f"node did not become ready within {_START_TIMEOUT_S:.0f}s; see {log_path}")
+
+
+def down(ctx: typer.Context) -> None:
+    settings = settings_of(ctx)
+    info = read_runtime(settings.runtime_file)
+    if info is None:
+        console.print(f"no node is running for {settings.data_dir}")
+        return
+    os.kill(info.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(info.pid, 0)
+            time.sleep(0.1)
+            continue
+        console.print(f"node {info.pid} stopped")
+        return
+    fail(f"node {info.pid} did not stop within 20s", EXIT_FAILED)
+
+
+def status(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
+) -> None:
+    settings = settings_of(ctx)
+    report = run(_status(settings))
+    if as_json:
+        print_json(report)
+        return
+    stream = report["stream"]
+    console.print(
+        f"node: {report['node'] or 'not running'}  nats: {report['nats_url']}\n"
+        f"stream {stream['name']}: {stream['messages']} events, {stream['bytes']} bytes, "
+        f"{stream['partitions']} partitions, last seq {stream['last_seq']}; dead letters: {report['dead_letters']}"
+    )
+    table = Table("consumer", "pending", "ack pending", "delivered")
+    for consumer in report["consumers"]:
+        table.add_row(
+            consumer["name"],
+            str(consumer["pending"]),
+            str(consumer["ack_pending"]),
+            str(consumer["delivered"]),
+        )
+    console.print(table)
+    console.print(f"ledger: {len(report['ledger'])} sessions in {settings.ledger_dir}")
+
+
+async def _status(settings: Settings) -> dict[str, Any]:
+    url = resolve_nats_url(settings)
+    client = await connect(url, name="eventloom-status", persistent=False)
+    try:
+        layout = await ensure_stream(client, name=settings.stream, partitions=settings.partitions)
+        info = await jetstream_api(client, f"STREAM.INFO.{layout.name}")
+        consumers = await jetstream_api(client, f"CONSUMER.LIST.{layout.name}")
+        dlq = await jetstream_api(client, f"STREAM.INFO.{DLQ_STREAM}")
+    finally:
+        await client.close()
+    state = info.get("state", {})
+    node = read_runtime(settings.runtime_file)
+    return {
+        "node": {"pid": node.pid, "embedded_nats": node.embedded, "roles": node.roles} if node else None,
+        "nats_url": url,
+        "stream": {
+            "name": layout.name,
+            "partitions": layout.partitions,
+            "atomic_batches": layout.atomic_batches,
+            "messages": state.get("messages", 0),
+            "bytes": state.get("bytes", 0),
+            "first_seq": state.get("first_seq", 0),
+            "last_seq": state.get("last_seq", 0),
+            "sessions": state.get("num_subjects", 0),
+        },
+        "consumers": [
+            {
+                "name": c["name"],
+                "pending": c.get("num_pending", 0),
+                "ack_pending": c.get("num_ack_pending", 0),
+                "delivered": c.get("delivered", {}).get("stream_seq", 0),
+                "durable": bool(c.get("config", {}).get("durable_name")),
+            }
+            for c in consumers.get("consumers") or []
+        ],
+        "dead_letters": dlq.get("state", {}).get("messages", 0),
+        "ledger": await asyncio.to_thread(_ledger_summary, settings),
+    }
+
+
+def _ledger_summary(settings: Settings) -> list[dict[str, Any]]:
+    return [
+        {"session": s, "last_seq": read_tip(ledger_path(settings.ledger_dir, s)).seq}
+        for s in ledger_sessions(settings.ledger_dir)
+    ]

@@ -1,0 +1,89 @@
+"""`eventloom verify`."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import msgspec
+import typer
+
+from eventloom.bus.connection import connect
+from eventloom.bus.stream import ensure_stream
+from eventloom.event import utc_timestamp
+from eventloom.keys import Keyring, KeyStore, TrustedKey
+from eventloom.runtime import resolve_nats_url
+from eventloom.settings import Settings
+from eventloom.verify import VerifyReport, verify_everything, verify_ledger_dir
+from gateway.cli.common import EXIT_FAILED, console, print_json, run, settings_of
+
+
+def register(app: typer.Typer) -> None:
+    app.command(help="Check chain, hashes, signatures, seq continuity and ledger-vs-stream parity.")(verify)
+
+
+def verify(
+    ctx: typer.Context,
+    session: Annotated[str | None, typer.Option(help="Only this session")] = None,
+    ledger_only: Annotated[
+        Path | None, typer.Option("--ledger-only", help="Verify this ledger directory alone; no node needed")
+    ] = None,
+    keyring: Annotated[
+        Path | None, typer.Option(help="Keyring file of trusted public keys (default: the data dir's)")
+    ] = None,
+    wait: Annotated[float, typer.Option(help="Seconds to let the ledger mirror catch up first")] = 10.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object")] = False,
+) -> None:
+    settings = settings_of(ctx)
+    trusted = _load_keyring(settings, keyring)
+    if ledger_only is not None:
+        sessions = verify_ledger_dir(ledger_only, trusted, session)
+        report = VerifyReport(
+            ok=all(s.ok for s in sessions),
+            checked_at=utc_timestamp(),
+            ledger_dir=str(ledger_only),
+            stream=None,
+            sessions=sessions,
+        )
+    else:
+        report = run(_verify(settings, trusted, session, wait))
+    if as_json:
+        print_json(report)
+    else:
+        _print(report)
+    if not report.ok:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _load_keyring(settings: Settings, path: Path | None) -> Keyring:
+    if path is None:
+        return KeyStore(settings.data_dir).load_keyring()
+    exported = msgspec.json.decode(path.read_bytes(), type=dict[str, list[TrustedKey]])
+    return Keyring(exported.get("keys", []))
+
+
+async def _verify(settings: Settings, keyring: Keyring, session: str | None, wait: float) -> VerifyReport:
+    client = await connect(resolve_nats_url(settings), name="eventloom-verify", persistent=False)
+    try:
+        layout = await ensure_stream(client, name=settings.stream, partitions=settings.partitions)
+        return await verify_everything(
+            client, layout, keyring, settings.ledger_dir, session=session, wait_s=wait
+        )
+    finally:
+        await asyncio.shield(client.close())
+
+
+def _print(report: VerifyReport) -> None:
+    for item in report.sessions:
+        counts = f"ledger {item.ledger_events if item.ledger_events is not None else '-'}"
+        if item.stream_events is not None:
+            counts += f", stream {item.stream_events}"
+        if item.ok:
+            console.print(f"[green]ok[/]      {item.session}  ({counts} events)", highlight=False)
+            continue
+        console.print(f"[red]BROKEN[/]  {item.session}  ({counts} events)", highlight=False)
+        for finding in item.findings:
+            console.print(f"        seq {finding.seq} [{finding.where}]: {finding.reason}", highlight=False)
+    verdict = "[green]verified[/]" if report.ok else "[red]verification failed[/]"
+    console.print(f"{verdict}: {len(report.sessions)} session(s)", highlight=False)

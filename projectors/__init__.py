@@ -1,0 +1,1 @@
+"""Consumer runtime, plug-in API, built-in projectors and inference producers."""

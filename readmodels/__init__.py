@@ -1,0 +1,1 @@
+"""Read models built from the log: store contracts, backends, retrieval and the query service."""
