@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from gateway.cli import keys_cmd, log_cmds, node_cmds, verify_cmd
+from gateway.cli import demo, keys_cmd, log_cmds, node_cmds, verify_cmd
 from gateway.cli.common import make_settings
 
 app = typer.Typer(
@@ -33,6 +33,7 @@ def _global_options(
 node_cmds.register(app)
 log_cmds.register(app)
 verify_cmd.register(app)
+demo.register(app)
 app.add_typer(keys_cmd.app, name="keys")
 
 

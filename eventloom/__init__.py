@@ -1,0 +1,34 @@
+"""Eventloom core: the event envelope, signing, the JSONL ledger and the NATS JetStream log."""
+
+from eventloom.appender import Appender, AppendRequest
+from eventloom.errors import (
+    ConcurrencyError,
+    EventloomError,
+    EventValidationError,
+    NodeNotRunningError,
+    SignatureError,
+    UnknownKeyError,
+)
+from eventloom.event import Event, citation, compute_hash, decode_event, encode_event
+from eventloom.log import EventLog
+from eventloom.schemas import register_event_type
+from eventloom.settings import Settings
+
+__all__ = [
+    "AppendRequest",
+    "Appender",
+    "ConcurrencyError",
+    "Event",
+    "EventLog",
+    "EventValidationError",
+    "EventloomError",
+    "NodeNotRunningError",
+    "Settings",
+    "SignatureError",
+    "UnknownKeyError",
+    "citation",
+    "compute_hash",
+    "decode_event",
+    "encode_event",
+    "register_event_type",
+]

@@ -1,0 +1,109 @@
+"""Shared fixtures: a real nats-server per test (fresh JetStream store), settings and an open EventLog."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from eventloom.bus.embedded import nats_server_binary, server_config
+from eventloom.log import EventLog
+from eventloom.settings import Settings
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class NatsServer:
+    """A real nats-server process with JetStream on a temp store; can be killed and restarted."""
+
+    def __init__(self, root: Path, sync: str = "default") -> None:
+        self.root = root
+        self.port = _free_port()
+        self.config = root / "nats.conf"
+        self.config.write_text(server_config(root / "store", self.port, sync))
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        log = open(self.root / "nats.log", "ab")  # noqa: SIM115
+        self.process = subprocess.Popen([str(nats_server_binary()), "-c", str(self.config)], stdout=log, stderr=log)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.02)
+        raise RuntimeError("nats-server did not start")
+
+    def kill(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(10)
+
+
+@pytest.fixture
+def nats_server(tmp_path: Path) -> Iterator[NatsServer]:
+    root = tmp_path / "nats"
+    root.mkdir()
+    server = NatsServer(root)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def settings(tmp_path: Path, nats_server: NatsServer) -> Settings:
+    return Settings(data_dir=tmp_path / "data", nats_url=nats_server.url)
+
+
+@pytest.fixture
+async def log(settings: Settings) -> AsyncIterator[EventLog]:
+    event_log = await EventLog.open(settings)
+    yield event_log
+    await event_log.close()
+
+
+def cli_env(settings: Settings) -> dict[str, str]:
+    env = {**os.environ, "EVENTLOOM_DATA_DIR": str(settings.data_dir)}
+    if settings.nats_url:
+        env["EVENTLOOM_NATS_URL"] = settings.nats_url
+    return env
+
+
+def run_cli(settings: Settings, *args: str, input: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """The real `eventloom` command in a subprocess, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "gateway", *args],
+        env=cli_env(settings),
+        capture_output=True,
+        text=True,
+        input=input,
+        timeout=timeout,
+        cwd=REPO,
+    )
