@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import random
 from collections import deque
@@ -361,10 +362,8 @@ def _take_chunk(queue: deque[_Pending], limit: int) -> list[_Pending]:
 
 
 async def _remember(kv: KeyValue, key: str, stream_seq: int) -> None:
-    try:
+    with contextlib.suppress(nats.js.errors.KeyWrongLastSequenceError):  # the first writer recorded it
         await kv.create(key, str(stream_seq).encode())
-    except nats.js.errors.KeyWrongLastSequenceError:
-        pass  # the first writer of this key already recorded it
 
 
 async def _jitter(attempt: int, base: float = 0.002) -> None:

@@ -18,7 +18,12 @@ async def main(data_dir: str, url: str, session: str, writer: str, count: int) -
         while done < count:
             size = 1 if done % 3 else min(7, count - done)
             requests = [
-                AppendRequest(session=session, type="note.added", actor=writer, payload={"writer": writer, "n": done + i})
+                AppendRequest(
+                    session=session,
+                    type="note.added",
+                    actor=writer,
+                    payload={"writer": writer, "n": done + i},
+                )
                 for i in range(size)
             ]
             await log.append_many(requests)

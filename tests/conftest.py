@@ -46,7 +46,9 @@ class NatsServer:
 
     def start(self) -> None:
         log = open(self.root / "nats.log", "ab")  # noqa: SIM115
-        self.process = subprocess.Popen([str(nats_server_binary()), "-c", str(self.config)], stdout=log, stderr=log)
+        self.process = subprocess.Popen(
+            [str(nats_server_binary()), "-c", str(self.config)], stdout=log, stderr=log
+        )
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             try:
@@ -96,7 +98,9 @@ def cli_env(settings: Settings) -> dict[str, str]:
     return env
 
 
-def run_cli(settings: Settings, *args: str, input: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    settings: Settings, *args: str, input: str | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     """The real `eventloom` command in a subprocess, as a user runs it."""
     return subprocess.run(
         [sys.executable, "-m", "gateway", *args],
@@ -106,4 +110,5 @@ def run_cli(settings: Settings, *args: str, input: str | None = None, timeout: f
         input=input,
         timeout=timeout,
         cwd=REPO,
+        check=False,
     )

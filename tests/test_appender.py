@@ -39,7 +39,8 @@ async def test_sequential_appends_form_a_verified_chain(log: EventLog, settings:
 
 async def test_pipelined_batches_and_interleaved_sessions(log: EventLog, settings: Settings) -> None:
     requests = [
-        AppendRequest(session=f"s{i % 3}", type="note.added", actor="tester", payload={"n": i}) for i in range(900)
+        AppendRequest(session=f"s{i % 3}", type="note.added", actor="tester", payload={"n": i})
+        for i in range(900)
     ]
     appended = await log.append_many(requests)
     assert [e.payload["n"] for e in appended] == list(range(900))
@@ -66,13 +67,24 @@ async def test_two_appenders_in_one_process_never_fork(settings: Settings) -> No
 
 
 @pytest.mark.slow
-async def test_two_processes_appending_one_session_yield_one_linear_chain(log: EventLog, settings: Settings) -> None:
+async def test_two_processes_appending_one_session_yield_one_linear_chain(
+    log: EventLog, settings: Settings
+) -> None:
     assert settings.nats_url is not None
-    await log.append("shared", "session.started", "setup", {"agent": "setup"})  # creates the key both sign with
+    await log.append(
+        "shared", "session.started", "setup", {"agent": "setup"}
+    )  # creates the key both sign with
     writers = [
         subprocess.Popen(
-            [sys.executable, str(HERE / "concurrent_writer.py"), str(settings.data_dir), settings.nats_url,
-             "shared", name, "400"],
+            [
+                sys.executable,
+                str(HERE / "concurrent_writer.py"),
+                str(settings.data_dir),
+                settings.nats_url,
+                "shared",
+                name,
+                "400",
+            ],
         )
         for name in ("writer-a", "writer-b")
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
@@ -130,7 +131,5 @@ async def read_stream(
                 await asyncio.sleep(0)
     finally:
         await subscription.unsubscribe()
-        try:
-            await js.delete_consumer(stream, info.name)
-        except (nats.errors.Error, nats.js.errors.Error):
-            pass  # it expires by itself after inactive_threshold
+        with contextlib.suppress(nats.errors.Error, nats.js.errors.Error):
+            await js.delete_consumer(stream, info.name)  # otherwise it expires after inactive_threshold

@@ -79,6 +79,7 @@ class LedgerMirror:
         self._writer = LedgerWriter(ledger_dir)
         self._keyring = Keyring()
         self.stats = MirrorStats()
+        self.ready = asyncio.Event()
 
     async def start(self) -> None:
         """Repair torn tails, load every session's tip, refetch what the files lack, open the consumer."""
@@ -95,12 +96,14 @@ class LedgerMirror:
 
     async def run(self, stop: asyncio.Event) -> None:
         await self.start()
+        self.ready.set()
         try:
             while not stop.is_set():
                 messages = await self._consumer.fetch(self._batch, timeout=0.5)
                 if messages:
                     await self.apply(messages)
         finally:
+            self.ready.clear()
             await asyncio.to_thread(self._writer.close)
             await self._consumer.close()
 

@@ -31,26 +31,59 @@ def story() -> list[tuple[str, dict[str, Any]]]:
         ("goal.created", {"goal_id": "g1", "title": "Login survives token expiry"}),
         ("task.proposed", {"task_id": "t1", "title": "Refresh tokens before they expire", "goal_id": "g1"}),
         ("task.claimed", {"task_id": "t1", "assignee": AGENT}),
-        ("decision.made", {"decision_id": "d1", "title": "Refresh 60 s before expiry",
-                           "rationale": "Clock skew between services is under 30 s", "alternatives": ["retry on 401"],
-                           "task_id": "t1"}),
-        ("file.edit.applied", {"path": "auth/session.py", "change_kind": "modify", "line_start": 40,
-                               "line_end": 58, "task_id": "t1"}),
-        ("command.completed", {"command": "pytest tests/auth -q", "exit_code": 0, "output": "14 passed",
-                               "duration_ms": 2310, "task_id": "t1"}),
-        ("memory.fact.asserted", {"entities": [{"name": "auth service", "entity_type": "service",
-                                                "summary": "Refreshes tokens 60 s before expiry",
-                                                "properties": {"owner": "platform"}}],
-                                  "relations": []}),
+        (
+            "decision.made",
+            {
+                "decision_id": "d1",
+                "title": "Refresh 60 s before expiry",
+                "rationale": "Clock skew between services is under 30 s",
+                "alternatives": ["retry on 401"],
+                "task_id": "t1",
+            },
+        ),
+        (
+            "file.edit.applied",
+            {
+                "path": "auth/session.py",
+                "change_kind": "modify",
+                "line_start": 40,
+                "line_end": 58,
+                "task_id": "t1",
+            },
+        ),
+        (
+            "command.completed",
+            {
+                "command": "pytest tests/auth -q",
+                "exit_code": 0,
+                "output": "14 passed",
+                "duration_ms": 2310,
+                "task_id": "t1",
+            },
+        ),
+        (
+            "memory.fact.asserted",
+            {
+                "entities": [
+                    {
+                        "name": "auth service",
+                        "entity_type": "service",
+                        "summary": "Refreshes tokens 60 s before expiry",
+                        "properties": {"owner": "platform"},
+                    }
+                ],
+                "relations": [],
+            },
+        ),
         ("task.completed", {"task_id": "t1", "summary": "Tokens refresh ahead of expiry"}),
         ("session.ended", {"reason": "done", "summary": "Token refresh shipped and tested"}),
     ]
 
 
 def register(app: typer.Typer) -> None:
-    app.command(help="Run a whole node in-process, append a scripted agent session, verify it, show the ledger.")(
-        demo
-    )
+    app.command(
+        help="Run a whole node in-process, append a scripted agent session, verify it, show the ledger."
+    )(demo)
 
 
 def demo(
@@ -77,12 +110,16 @@ async def _demo(settings: Settings) -> bool:
             events = await log.append_many(requests)
             decision = next(e for e in events if e.type == "decision.made")
             cited = await log.append(
-                SESSION, "verification.recorded", AGENT,
+                SESSION,
+                "verification.recorded",
+                AGENT,
                 {"subject": "token refresh", "passed": True, "details": f"implements {decision.citation}"},
                 caused_by=[decision.hash],
             )
             events.append(cited)
-            console.print(f"[bold]2. appended[/] {len(events)} signed, hash-chained events to session {SESSION}")
+            console.print(
+                f"[bold]2. appended[/] {len(events)} signed, hash-chained events to session {SESSION}"
+            )
             keyring = await asyncio.to_thread(KeyStore(settings.data_dir).load_keyring)
             report = await verify_everything(log.client, log.layout, keyring, settings.ledger_dir, wait_s=10)
         _show_ledger(settings, events[-1].seq)
@@ -115,5 +152,7 @@ def _show_ledger(settings: Settings, expected: int) -> None:
     table = Table("seq", "type", "hash", "prev_hash", "key", title=f"3. ledger {path}")
     for line in path.read_bytes().splitlines()[:expected]:
         event = decode_event(line)
-        table.add_row(str(event.seq), event.type, event.hash[:12], (event.prev_hash or "-")[:12], event.key_id)
+        table.add_row(
+            str(event.seq), event.type, event.hash[:12], (event.prev_hash or "-")[:12], event.key_id
+        )
     console.print(table)

@@ -127,7 +127,8 @@ def status(
     console.print(
         f"node: {report['node'] or 'not running'}  nats: {report['nats_url']}\n"
         f"stream {stream['name']}: {stream['messages']} events, {stream['bytes']} bytes, "
-        f"{stream['partitions']} partitions, last seq {stream['last_seq']}; dead letters: {report['dead_letters']}"
+        f"{stream['partitions']} partitions, last seq {stream['last_seq']}; "
+        f"dead letters: {report['dead_letters']}"
     )
     table = Table("consumer", "pending", "ack pending", "delivered")
     for consumer in report["consumers"]:

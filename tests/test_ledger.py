@@ -1,0 +1,210 @@
+"""The ledger mirror and `verify` on a real nats-server: writes, crash repair, tampering, dead letters."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import msgspec
+import pytest
+from nacl.signing import SigningKey
+
+from eventloom.appender import AppendRequest
+from eventloom.dlq import list_dead_letters
+from eventloom.event import Event, compute_hash, encode_event
+from eventloom.keys import KeyStore, Signer
+from eventloom.ledger.files import ledger_path
+from eventloom.ledger.mirror import LedgerMirror
+from eventloom.log import EventLog
+from eventloom.settings import Settings
+from eventloom.verify import verify_everything, verify_ledger_dir, wait_for_mirror
+from tests.conftest import run_cli
+
+pytestmark = pytest.mark.anyio
+
+
+@contextlib.asynccontextmanager
+async def running_mirror(log: EventLog) -> AsyncIterator[LedgerMirror]:
+    mirror = LedgerMirror(
+        log.client, log.layout, KeyStore(log.settings.data_dir), log.settings.ledger_dir, batch=50
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(mirror.run(stop))
+    try:
+        await asyncio.wait_for(mirror.ready.wait(), timeout=15)
+        yield mirror
+    finally:
+        stop.set()
+        await task
+
+
+async def caught_up(log: EventLog) -> None:
+    assert await wait_for_mirror(log.client, log.layout, timeout=15)
+
+
+async def append_story(log: EventLog, sessions: int = 2, per_session: int = 30) -> list[Event]:
+    requests = [
+        AppendRequest(session=f"s{n % sessions}", type="note.added", actor="tester", payload={"n": n})
+        for n in range(sessions * per_session)
+    ]
+    return await log.append_many(requests)
+
+
+async def full_verify(log: EventLog):  # type: ignore[no-untyped-def]
+    keyring = KeyStore(log.settings.data_dir).load_keyring()
+    return await verify_everything(log.client, log.layout, keyring, log.settings.ledger_dir, wait_s=10)
+
+
+def lines_of(settings: Settings, session: str) -> list[bytes]:
+    return ledger_path(settings.ledger_dir, session).read_bytes().splitlines()
+
+
+async def test_mirror_writes_every_event_once_and_verify_is_green(log: EventLog, settings: Settings) -> None:
+    async with running_mirror(log):
+        events = await append_story(log)
+        await caught_up(log)
+    for session in ("s0", "s1"):
+        expected = [encode_event(e) for e in events if e.session == session]
+        assert lines_of(settings, session) == expected
+    report = await full_verify(log)
+    assert report.ok, report
+    assert {s.session: (s.ledger_events, s.stream_events) for s in report.sessions} == {
+        "s0": (30, 30),
+        "s1": (30, 30),
+    }
+
+
+async def test_restarted_mirror_skips_what_it_already_wrote(log: EventLog, settings: Settings) -> None:
+    async with running_mirror(log):
+        await append_story(log)
+        await caught_up(log)
+    await log.client.jetstream().delete_consumer(log.layout.name, "ledger-mirror")  # forces full redelivery
+    async with running_mirror(log):
+        await append_story(log, per_session=5)
+        await caught_up(log)
+    assert len(lines_of(settings, "s0")) == 35
+    assert (await full_verify(log)).ok
+
+
+async def test_torn_last_line_is_cut_and_refetched_from_the_stream(log: EventLog, settings: Settings) -> None:
+    async with running_mirror(log):
+        await append_story(log, sessions=1)
+        await caught_up(log)
+    path = ledger_path(settings.ledger_dir, "s0")
+    whole = path.read_bytes()
+    last_start = whole.rstrip(b"\n").rfind(b"\n") + 1
+    path.write_bytes(whole[: last_start + 40])  # a crash in the middle of writing the last, acked line
+    async with running_mirror(log) as mirror:
+        await caught_up(log)
+        assert mirror.stats.repaired_bytes == 40
+        assert mirror.stats.refetched == 1
+    assert path.read_bytes() == whole
+    assert (await full_verify(log)).ok
+
+
+async def test_forged_event_is_dead_lettered_never_written_and_reported(
+    log: EventLog, settings: Settings
+) -> None:
+    async with running_mirror(log):
+        events = await append_story(log, sessions=1, per_session=3)
+        await caught_up(log)
+        forged = forge_successor(events[-1])
+        await log.client.jetstream().publish(log.layout.subject_for("s0"), encode_event(forged))
+        await caught_up(log)
+    assert len(lines_of(settings, "s0")) == 3
+    letters = await list_dead_letters(log.client, "ledger-mirror")
+    assert [(d.session, d.seq) for d in letters] == [("s0", 4)]
+    assert "not in the trusted keyring" in letters[0].error
+    report = await full_verify(log)
+    assert not report.ok
+    (session,) = report.sessions
+    assert session.first_broken_seq == 4
+    assert {f.where for f in session.findings} >= {"stream", "dead-letter"}
+
+
+def forge_successor(tip: Event) -> Event:
+    """A well-formed next event signed by a key nobody trusts."""
+    intruder = Signer(SigningKey.generate())
+    unsigned = Event(
+        v=1,
+        session=tip.session,
+        seq=tip.seq + 1,
+        ts=tip.ts,
+        type="note.added",
+        actor="mallory",
+        payload={"n": 999},
+        caused_by=[],
+        prev_hash=tip.hash,
+        hash="",
+        sig="",
+        key_id="",
+    )
+    digest = compute_hash(unsigned)
+    return msgspec.structs.replace(
+        unsigned, hash=digest, sig=intruder.sign_hash(digest), key_id=intruder.key_id
+    )
+
+
+def tamper_ledger(settings: Settings, how: str) -> int:
+    """Damage the s0 ledger the way an attacker or a bad disk would; returns the seq verify must name."""
+    path = ledger_path(settings.ledger_dir, "s0")
+    lines = path.read_bytes().splitlines()
+    if how == "flipped byte":
+        line = bytearray(lines[9])
+        at = line.index(b'"n":') + 4
+        line[at] ^= 0x01  # a digit becomes another digit: still valid JSON, wrong hash
+        lines[9] = bytes(line)
+        broken = 10
+    elif how == "deleted line":
+        del lines[4]
+        broken = 5
+    elif how == "swapped lines":
+        lines[6], lines[7] = lines[7], lines[6]
+        broken = 7
+    else:  # forged signature
+        event = json.loads(lines[2])
+        event["sig"] = event["sig"][::-1]
+        lines[2] = json.dumps(event, sort_keys=True, separators=(",", ":")).encode()
+        broken = 3
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return broken
+
+
+@pytest.mark.parametrize("how", ["flipped byte", "deleted line", "swapped lines", "forged signature"])
+async def test_tampered_ledger_fails_verify_at_the_right_seq(
+    log: EventLog, settings: Settings, how: str
+) -> None:
+    async with running_mirror(log):
+        await append_story(log, sessions=1, per_session=12)
+        await caught_up(log)
+    broken = tamper_ledger(settings, how)
+    keyring = KeyStore(settings.data_dir).load_keyring()
+    (ledger_only,) = verify_ledger_dir(settings.ledger_dir, keyring)
+    assert not ledger_only.ok
+    assert ledger_only.first_broken_seq == broken
+    report = await full_verify(log)
+    assert not report.ok and report.sessions[0].first_broken_seq == broken
+    result = await asyncio.to_thread(
+        run_cli, settings, "verify", "--ledger-only", str(settings.ledger_dir), "--json"
+    )
+    assert result.returncode == 1
+    parsed = json.loads(result.stdout)
+    assert parsed["ok"] is False
+    assert parsed["sessions"][0]["findings"][0]["seq"] == broken
+
+
+async def test_ledger_only_verify_needs_no_node(log: EventLog, settings: Settings, tmp_path: Path) -> None:
+    async with running_mirror(log):
+        await append_story(log, sessions=2, per_session=4)
+        await caught_up(log)
+    exported = tmp_path / "keyring.json"
+    exported.write_text((await asyncio.to_thread(run_cli, settings, "keys", "export-public")).stdout)
+    offline = Settings(data_dir=tmp_path / "elsewhere", nats_url="nats://127.0.0.1:1")
+    result = await asyncio.to_thread(
+        run_cli, offline, "verify", "--ledger-only", str(settings.ledger_dir), "--keyring", str(exported)
+    )
+    assert result.returncode == 0, result.stderr
+    assert "verified: 2 session(s)" in result.stderr
