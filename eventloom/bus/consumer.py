@@ -88,9 +88,10 @@ class DurableConsumer:
         return int(info.num_pending or 0) + int(info.num_ack_pending or 0)
 
     async def close(self) -> None:
-        if self._subscription is not None:
-            await self._subscription.unsubscribe()
-            self._subscription = None
+        subscription, self._subscription = self._subscription, None
+        if subscription is not None:
+            with contextlib.suppress(nats.errors.Error):  # closing or draining: the server drops it anyway
+                await subscription.unsubscribe()
 
 
 async def read_stream(
@@ -130,6 +131,7 @@ async def read_stream(
             if not messages:
                 await asyncio.sleep(0)
     finally:
-        await subscription.unsubscribe()
+        with contextlib.suppress(nats.errors.Error):
+            await subscription.unsubscribe()
         with contextlib.suppress(nats.errors.Error, nats.js.errors.Error):
             await js.delete_consumer(stream, info.name)  # otherwise it expires after inactive_threshold

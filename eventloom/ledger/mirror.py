@@ -108,19 +108,28 @@ class LedgerMirror:
             await self._consumer.close()
 
     async def apply(self, messages: list[Msg]) -> None:
+        """Verify and write a fetched batch, refetching from the stream where the ledger has a gap."""
         incoming = [_decode(message, self._layout) for message in messages]
-        for item in incoming:
-            if (
-                item.event is not None
-                and item.event.seq > self._tips.get(item.event.session, GENESIS).seq + 1
-            ):
-                await self._refetch(
-                    item.event.session, before_stream_seq=item.message.metadata.sequence.stream
-                )
-        await self._verify_and_write(incoming)
+        expected: dict[str, int] = {}
+        segment_start = 0
+        for index, item in enumerate(incoming):
+            event = item.event
+            if event is None:
+                continue
+            session = event.session
+            next_seq = expected.get(session) or self._tips.get(session, GENESIS).seq + 1
+            if event.seq > next_seq:
+                await self._verify_and_write(incoming[segment_start:index])
+                segment_start = index
+                await self._refetch(session, before_stream_seq=item.message.metadata.sequence.stream)
+                next_seq = self._tips.get(session, GENESIS).seq + 1
+            expected[session] = max(next_seq, event.seq + 1)
+        await self._verify_and_write(incoming[segment_start:])
         await messages[-1].ack()
 
     async def _verify_and_write(self, incoming: list[_Incoming]) -> None:
+        if not incoming:
+            return
         failures = await asyncio.to_thread(self._write_verified, incoming)
         if any("not in the trusted keyring" in (item.error or "") for item in failures):
             self._keyring = await asyncio.to_thread(self._keys.load_keyring)  # a key may have been added

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import msgspec
 import typer
+from rich.markup import escape
 
 from eventloom.bus.connection import connect
 from eventloom.bus.stream import ensure_stream
@@ -84,6 +85,8 @@ def _print(report: VerifyReport) -> None:
             continue
         console.print(f"[red]BROKEN[/]  {item.session}  ({counts} events)", highlight=False)
         for finding in item.findings:
-            console.print(f"        seq {finding.seq} [{finding.where}]: {finding.reason}", highlight=False)
+            console.print(
+                escape(f"        seq {finding.seq} [{finding.where}]: {finding.reason}"), highlight=False
+            )
     verdict = "[green]verified[/]" if report.ok else "[red]verification failed[/]"
     console.print(f"{verdict}: {len(report.sessions)} session(s)", highlight=False)

@@ -1,0 +1,170 @@
+"""The `eventloom` CLI as a user runs it: a detached node, append, tail, status, verify, keys, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from eventloom.settings import Settings
+from tests.conftest import run_cli
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> Iterator[Settings]:
+    """A node started with `eventloom up --detach`, embedded NATS and all, stopped with `eventloom down`."""
+    settings = Settings(data_dir=tmp_path / "data")
+    started = run_cli(settings, "up", "--detach")
+    assert started.returncode == 0, started.stderr
+    try:
+        yield settings
+    finally:
+        stopped = run_cli(settings, "down")
+        assert stopped.returncode == 0, stopped.stderr
+
+
+def appended(result_stdout: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in result_stdout.splitlines() if line.strip()]
+
+
+def test_commands_that_need_a_node_say_how_to_start_one(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "nothing-here")
+    for args in (
+        ["status"],
+        ["tail"],
+        ["append", "--session", "s", "--type", "a.b", "--actor", "x"],
+        ["verify"],
+    ):
+        result = run_cli(settings, *args)
+        assert result.returncode == 3, args
+        assert "eventloom up --detach" in result.stderr
+
+
+def test_detached_node_serves_append_tail_status_verify(node: Settings) -> None:
+    runtime = json.loads((node.data_dir / "runtime.json").read_text())
+    assert runtime["embedded"] is True and runtime["nats_url"].startswith("nats://127.0.0.1:")
+    first = run_cli(
+        node,
+        "append",
+        "--session",
+        "cli-1",
+        "--type",
+        "decision.made",
+        "--actor",
+        "me",
+        "--payload",
+        '{"decision_id": "d1", "title": "Use JetStream"}',
+    )
+    assert first.returncode == 0, first.stderr
+    (line,) = appended(first.stdout)
+    assert line["seq"] == 1 and line["session"] == "cli-1"
+    assert line["citation"] == f"eventloom://cli-1/events/1#{str(line['hash'])[:12]}"
+
+    tailed = run_cli(node, "tail", "--session", "cli-1", "--json")
+    assert json.loads(tailed.stdout)["payload"]["title"] == "Use JetStream"
+
+    status = json.loads(run_cli(node, "status", "--json").stdout)
+    assert status["stream"]["messages"] == 1 and status["stream"]["partitions"] == 16
+    assert [c["name"] for c in status["consumers"] if c["durable"]] == ["ledger-mirror"]
+
+    verified = run_cli(node, "verify", "--json")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    report = json.loads(verified.stdout)
+    assert report["ok"] is True and report["sessions"][0]["ledger_events"] == 1
+
+
+def test_import_from_jsonl_and_idempotency_key(node: Settings, tmp_path: Path) -> None:
+    source = tmp_path / "events.jsonl"
+    source.write_text(
+        "\n".join(
+            json.dumps(
+                {"session": f"imp-{n % 2}", "type": "note.added", "actor": "importer", "payload": {"n": n}}
+            )
+            for n in range(1500)
+        )
+    )
+    result = run_cli(node, "append", "--from", str(source))
+    assert result.returncode == 0, result.stderr
+    lines = appended(result.stdout)
+    assert len(lines) == 1500
+    assert [line["seq"] for line in lines if line["session"] == "imp-0"] == list(range(1, 751))
+    args = [
+        "append",
+        "--session",
+        "imp-0",
+        "--type",
+        "note.added",
+        "--actor",
+        "a",
+        "--idempotency-key",
+        "once",
+    ]
+    first, second = run_cli(node, *args), run_cli(node, *args)
+    assert appended(first.stdout) == appended(second.stdout)
+    assert run_cli(node, "verify").returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--session", "no spaces", "--type", "a.b", "--actor", "x"], "session"),
+        (["--session", "s", "--type", "Bad", "--actor", "x"], "type"),
+        (["--session", "s", "--type", "a.b", "--actor", "x", "--payload", "{not json"], "payload"),
+        (["--session", "s", "--type", "a.b", "--actor", "x", "--payload", '{"x": NaN}'], "payload"),
+        (["--session", "s", "--type", "a.b", "--actor", "x", "--payload", "[1]"], "payload"),
+        (
+            ["--session", "s", "--type", "task.claimed", "--actor", "x", "--payload", '{"task_id": "t"}'],
+            "payload.assignee",
+        ),
+    ],
+)
+def test_bad_input_names_the_field_exits_non_zero_and_writes_nothing(
+    node: Settings, args: list[str], field: str
+) -> None:
+    result = run_cli(node, "append", *args)
+    assert result.returncode == 2
+    assert f"{field}" in result.stderr
+    assert json.loads(run_cli(node, "status", "--json").stdout)["stream"]["messages"] == 0
+
+
+def test_a_bad_line_rejects_the_whole_import(node: Settings, tmp_path: Path) -> None:
+    source = tmp_path / "events.jsonl"
+    good = json.dumps({"session": "s", "type": "note.added", "actor": "a", "payload": {}})
+    source.write_text("\n".join([good, good, json.dumps({"session": "s", "type": "x", "actor": "a"})]))
+    result = run_cli(node, "append", "--from", str(source))
+    assert result.returncode == 2 and "line 3" in result.stderr and "type" in result.stderr
+    assert json.loads(run_cli(node, "status", "--json").stdout)["stream"]["messages"] == 0
+
+
+def test_keys_rotate_and_old_events_still_verify(node: Settings) -> None:
+    run_cli(node, "append", "--session", "k", "--type", "note.added", "--actor", "a")
+    private = node.data_dir / "keys" / "private"
+    for key_file in private.iterdir():
+        assert stat.S_IMODE(os.stat(key_file).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(private).st_mode) == 0o700
+    before = json.loads(run_cli(node, "keys", "list", "--json").stdout)
+    assert run_cli(node, "keys", "new", "--comment", "rotation").returncode == 0
+    after = json.loads(run_cli(node, "keys", "list", "--json").stdout)
+    assert len(after) == len(before) + 1 and sum(k["active"] for k in after) == 1
+    # the running node signs with the key it loaded; a fresh CLI process signs with the new one
+    result = run_cli(node, "append", "--session", "k", "--type", "note.added", "--actor", "a")
+    tailed = [json.loads(x) for x in run_cli(node, "tail", "--session", "k", "--json").stdout.splitlines()]
+    assert [e["key_id"] for e in tailed] == [
+        before[0]["key_id"],
+        next(k["key_id"] for k in after if k["active"]),
+    ]
+    assert result.returncode == 0
+    assert run_cli(node, "verify").returncode == 0
+    exported = json.loads(run_cli(node, "keys", "export-public").stdout)
+    assert {k["key_id"] for k in exported["keys"]} == {k["key_id"] for k in after}
+    assert "private" not in json.dumps(exported)
+
+
+def test_help_lists_every_command() -> None:
+    result = run_cli(Settings(), "--help")
+    for command in ("up", "down", "status", "append", "tail", "verify", "keys", "demo"):
+        assert command in result.stdout
