@@ -1,0 +1,148 @@
+"""NATS mechanics on a real server: stream creation and upgrade, durable pull consumers, the embedded server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from nats.js.api import AckPolicy
+
+from eventloom.bus.connection import connect
+from eventloom.bus.consumer import ConsumerSpec, DurableConsumer, read_stream
+from eventloom.bus.embedded import EmbeddedNats
+from eventloom.bus.stream import ensure_stream, jetstream_api, partition_of
+from eventloom.log import EventLog
+from eventloom.settings import Settings
+from tests.conftest import NatsServer
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_stream_creation_is_idempotent_and_keeps_its_partitions(nats_server: NatsServer) -> None:
+    client = await connect(nats_server.url)
+    try:
+        first = await ensure_stream(client, partitions=8)
+        again = await ensure_stream(client, partitions=8)
+        asked_for_more = await ensure_stream(client, partitions=32)
+        info = await jetstream_api(client, "STREAM.INFO.EVENTLOOM")
+    finally:
+        await client.close()
+    assert first == again == asked_for_more
+    assert first.partitions == 8 and first.atomic_batches
+    assert info["config"]["subjects"] == [f"eventloom.{p}.*" for p in range(8)]
+    assert info["config"]["metadata"]["eventloom.partitions"] == "8"
+    assert info["config"]["storage"] == "file" and info["config"]["deny_delete"] is True
+
+
+async def test_stream_upgrade_changes_config_in_place(nats_server: NatsServer) -> None:
+    client = await connect(nats_server.url)
+    try:
+        await ensure_stream(client, duplicate_window_s=120)
+        await client.jetstream().publish("eventloom.0.x", b"{}")
+        await ensure_stream(client, duplicate_window_s=30)
+        info = await jetstream_api(client, "STREAM.INFO.EVENTLOOM")
+    finally:
+        await client.close()
+    assert info["config"]["duplicate_window"] == 30 * 1_000_000_000
+    assert info["state"]["messages"] == 1
+
+
+def test_partition_is_a_stable_function_of_the_session() -> None:
+    assert partition_of("alpha", 16) == int("8ed3f6ad", 16) % 16  # sha256("alpha")[:8]
+    assert {partition_of(f"s{i}", 16) for i in range(200)} == set(range(16))
+
+
+async def test_durable_consumer_fetches_acks_redelivers_and_replays(log: EventLog) -> None:
+    await log.append_many([])
+    for n in range(10):
+        await log.append(f"s{n % 2}", "note.added", "t", {"n": n})
+    spec = ConsumerSpec(
+        durable="probe", filter_subjects=log.layout.partition_subjects(), ack_wait_s=1.0, max_deliver=3
+    )
+    consumer = DurableConsumer(log.client.jetstream(), log.layout.name, spec)
+    await consumer.open()
+    first = await consumer.fetch(4, timeout=2)
+    assert len(first) == 4
+    for message in first[:3]:
+        await message.ack()
+    await first[3].nak()
+    rest: list[object] = []
+    while len(rest) < 7:
+        batch = await consumer.fetch(100, timeout=2)
+        assert batch, "messages were not redelivered"
+        rest.extend(batch)
+    by_seq = {m.metadata.sequence.stream: m for m in rest}  # type: ignore[attr-defined]
+    assert sorted(by_seq) == list(range(4, 11))
+    assert by_seq[4].metadata.num_delivered == 2  # the nak'd message came back
+    for message in by_seq.values():
+        await message.ack()
+    assert await consumer.fetch(10, timeout=0.3) == []  # the empty-fetch timeout is absorbed
+    await consumer.close()
+
+    replay = DurableConsumer(
+        log.client.jetstream(),
+        log.layout.name,
+        ConsumerSpec(
+            durable="replay",
+            filter_subjects=log.layout.partition_subjects(),
+            start_stream_seq=7,
+            ack_policy=AckPolicy.ALL,
+        ),
+    )
+    await replay.open()
+    assert [m.metadata.sequence.stream for m in await replay.fetch(100, timeout=2)] == [7, 8, 9, 10]
+    await replay.close()
+
+
+async def test_unacked_messages_come_back_after_ack_wait(log: EventLog) -> None:
+    await log.append("s", "note.added", "t", {})
+    spec = ConsumerSpec(durable="slow", filter_subjects=log.layout.partition_subjects(), ack_wait_s=0.5)
+    consumer = DurableConsumer(log.client.jetstream(), log.layout.name, spec)
+    await consumer.open()
+    (message,) = await consumer.fetch(1, timeout=2)
+    await asyncio.sleep(0.8)
+    (again,) = await consumer.fetch(1, timeout=2)
+    assert again.metadata.sequence.stream == message.metadata.sequence.stream
+    assert again.metadata.num_delivered == 2
+    await consumer.close()
+
+
+async def test_read_stream_reads_from_a_stream_sequence_and_leaves_nothing_behind(log: EventLog) -> None:
+    for n in range(6):
+        await log.append("s", "note.added", "t", {"n": n})
+    seen = [
+        m.metadata.sequence.stream
+        async for m in read_stream(log.client, "EVENTLOOM", ["eventloom.*.*"], start_stream_seq=3)
+    ]
+    assert seen == [3, 4, 5, 6]
+    info = await jetstream_api(log.client, "CONSUMER.LIST.EVENTLOOM")
+    assert not info.get("consumers")
+
+
+async def test_embedded_server_reuses_its_port_and_restarts_when_killed(tmp_path: Path) -> None:
+    embedded = EmbeddedNats(tmp_path / "nats")
+    url = await embedded.start()
+    try:
+        settings = Settings(data_dir=tmp_path / "data", nats_url=url)
+        async with await EventLog.open(settings) as log:
+            before = await log.append("s", "note.added", "t", {"n": 1})
+            assert embedded.pid is not None
+            os.kill(embedded.pid, signal.SIGKILL)
+            after = None
+            for _ in range(100):  # the client reconnects to the restarted server on the same port
+                try:
+                    after = await log.append("s", "note.added", "t", {"n": 2})
+                    break
+                except Exception:
+                    await asyncio.sleep(0.1)
+            assert after is not None and after.seq == 2 and after.prev_hash == before.hash
+            assert embedded.restarts == 1 and embedded.url == url
+    finally:
+        await embedded.stop()
+    second = EmbeddedNats(tmp_path / "nats")
+    assert await second.start() == url  # remembered in <data>/nats/port
+    await second.stop()
+    assert "127.0.0.1" in (tmp_path / "nats" / "nats.conf").read_text()

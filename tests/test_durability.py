@@ -1,0 +1,388 @@
+"""Crash durability: kill -9 the node, or only its nats-server, while a client appends 5,000 events.
+
+After the crash and restart, every event the client saw acknowledged must be in the stream, every session's
+chain must be whole (no gaps, no forks, no duplicates), the ledger mirror must catch up to the stream, and
+`eventloom verify` must be green. See docs/durability.md for what each crash may and may not lose.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from eventloom.chain import GENESIS, ChainBreak, ChainTip, check_next
+from eventloom.event import Event, decode_event
+from eventloom.keys import KeyStore
+from eventloom.ledger.files import iter_lines, ledger_path, read_tip
+from eventloom.log import EventLog
+from eventloom.runtime import RuntimeInfo, read_runtime
+from eventloom.settings import Settings
+from tests.conftest import REPO, run_cli
+
+pytestmark = pytest.mark.slow
+
+CLIENT = Path(__file__).resolve().parent / "durability_client.py"
+EVENTS = 5000
+SESSIONS = 4
+PER_SESSION = EVENTS // SESSIONS
+KILL_AFTER_ACKS = 1500
+CLIENT_DEADLINE_S = 75.0  # the client gives up retrying after this; keeps a broken run well under 90 s
+CATCH_UP_TIMEOUT_S = 30.0
+
+
+# -- processes ---------------------------------------------------------------------------------------------
+
+
+def _proc_state(pid: int) -> str | None:
+    """The /proc state letter of `pid` ('Z' for a zombie), or None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
+def _dead(pid: int) -> bool:
+    return _proc_state(pid) in (None, "Z")
+
+
+def _wait_until(condition, timeout: float, what: str, interval: float = 0.05) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _accepts(url: str) -> bool:
+    host, port = url.removeprefix("nats://").rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=0.2).close()
+    except OSError:
+        return False
+    return True
+
+
+def _node_env() -> dict[str, str]:
+    """No EVENTLOOM_* from the caller's shell: the node must start its own embedded nats-server."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("EVENTLOOM_")}
+
+
+class NodeProcess:
+    """`python -m gateway --data-dir D up` as a real child process that can be killed with SIGKILL."""
+
+    def __init__(self, data_dir: Path, log_path: Path, sync: str) -> None:
+        self.data_dir = data_dir
+        self.log_path = log_path
+        self.sync = sync
+        self.process: subprocess.Popen[bytes] | None = None
+        self.nats_pids: set[int] = set()  # every embedded nats-server seen, for cleanup
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def start(self, timeout: float = 30.0) -> RuntimeInfo:
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "gateway", "--data-dir", str(self.data_dir), "up", "--sync", self.sync],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=_node_env(),
+                cwd=REPO,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            info = read_runtime(self.data_dir / "runtime.json")
+            if info is not None and info.pid == self.process.pid:
+                if info.nats_pid is not None:
+                    self.nats_pids.add(info.nats_pid)
+                return info
+            if self.process.poll() is not None:
+                raise AssertionError(f"node exited with {self.process.returncode}:\n{self.log_tail()}")
+            time.sleep(0.05)
+        raise AssertionError(f"node did not become ready within {timeout:.0f}s:\n{self.log_tail()}")
+
+    def nats_children(self) -> list[int]:
+        pids = [p for p in _children(self.pid) if "nats-server" in _cmdline(p) and not _dead(p)]
+        self.nats_pids.update(pids)
+        return pids
+
+    def kill9(self) -> None:
+        assert self.process is not None
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait()  # reap it, or its pid stays "alive" and `up` refuses to start again
+
+    def stop(self) -> None:
+        process = self.process
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for pid in self.nats_pids:  # they die with the node (PR_SET_PDEATHSIG); make sure of it
+            if not _dead(pid) and str(self.data_dir) in _cmdline(pid):
+                os.kill(pid, signal.SIGKILL)
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no node log)"
+
+
+class ClientProcess:
+    """tests/durability_client.py appending EVENTS events and recording each acknowledgement."""
+
+    def __init__(self, root: Path, data_dir: Path, url: str) -> None:
+        self.acked_path = root / "acked.txt"
+        self.out_path = root / "client.out"
+        self.err_path = root / "client.err"
+        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable, str(CLIENT),
+                    "--data-dir", str(data_dir),
+                    "--url", url,
+                    "--acked", str(self.acked_path),
+                    "--count", str(EVENTS),
+                    "--sessions", str(SESSIONS),
+                    "--deadline", str(CLIENT_DEADLINE_S),
+                ],
+                stdout=out,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+                env=_node_env(),
+                cwd=REPO,
+                start_new_session=True,
+            )  # fmt: skip
+
+    def acked_count(self) -> int:
+        try:
+            return self.acked_path.read_bytes().count(b"\n")
+        except OSError:
+            return 0
+
+    def wait_for_acks(self, count: int, timeout: float) -> None:
+        def enough() -> bool:
+            if self.process.poll() is not None:
+                raise AssertionError(f"client exited early with {self.process.returncode}: {self.stderr()}")
+            return self.acked_count() >= count
+
+        _wait_until(enough, timeout, f"{count} acknowledged appends")
+
+    def finish(self, timeout: float) -> dict[str, object]:
+        try:
+            code = self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"client still running after {timeout:.0f}s: {self.stderr()}") from None
+        summary = json.loads(self.out_path.read_text().strip().splitlines()[-1] or "{}")
+        assert code == 0, f"client failed ({code}) {summary}: {self.stderr()}"
+        return summary
+
+    def acked(self) -> list[tuple[str, int, str]]:
+        rows = []
+        for line in self.acked_path.read_text().splitlines():
+            session, seq, event_hash = line.split()
+            rows.append((session, int(seq), event_hash))
+        return rows
+
+    def stderr(self) -> str:
+        return self.err_path.read_text(errors="replace")[-3000:]
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+@dataclass
+class Harness:
+    root: Path
+    data_dir: Path
+    node: NodeProcess
+
+
+@pytest.fixture
+def harness(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Harness]:
+    sync = getattr(request, "param", "default")
+    data_dir = tmp_path / "data"
+    node = NodeProcess(data_dir, tmp_path / "node.log", sync)
+    try:
+        yield Harness(tmp_path, data_dir, node)
+    finally:
+        node.stop()
+
+
+# -- checks --------------------------------------------------------------------------------------------------
+
+
+async def _read_stream(settings: Settings) -> dict[str, list[Event]]:
+    sessions: dict[str, list[Event]] = defaultdict(list)
+    async with await EventLog.open(settings, persistent=False) as log:
+        async for event in log.events():
+            sessions[event.session].append(event)
+    return dict(sessions)
+
+
+def _assert_stream_has_every_ack(
+    stream: dict[str, list[Event]], acked: list[tuple[str, int, str]], data_dir: Path
+) -> None:
+    keyring = KeyStore(data_dir).load_keyring()
+    assert len(stream) == SESSIONS, sorted(stream)
+    for session, events in stream.items():
+        tip = GENESIS
+        try:
+            for event in events:  # seq contiguous from 1, prev_hash links, hash, signature
+                tip = check_next(event, tip, keyring)
+        except ChainBreak as exc:
+            raise AssertionError(f"stream chain broken: {exc}") from None
+        indexes = [event.payload["i"] for event in events]
+        assert indexes == list(range(PER_SESSION)), f"{session}: events lost or stored twice"
+    stored = {(e.session, e.seq): e.hash for events in stream.values() for e in events}
+    missing = [row for row in acked if stored.get((row[0], row[1])) != row[2]]
+    assert not missing, f"{len(missing)} acknowledged events are not in the stream, e.g. {missing[:3]}"
+    assert len(set(acked)) == len(acked) == EVENTS
+
+
+def _assert_ledger_catches_up(stream: dict[str, list[Event]], ledger_dir: Path) -> float:
+    started = time.monotonic()
+
+    def caught_up() -> bool:
+        return all(
+            read_tip(ledger_path(ledger_dir, s)) == ChainTip(events[-1].seq, events[-1].hash)
+            for s, events in stream.items()
+        )
+
+    _wait_until(caught_up, CATCH_UP_TIMEOUT_S, "the ledger mirror to catch up with the stream", 0.2)
+    for session, events in stream.items():
+        lines = [decode_event(line) for _, line in iter_lines(ledger_path(ledger_dir, session))]
+        assert [e.hash for e in lines] == [e.hash for e in events], f"{session}: ledger differs from stream"
+    return time.monotonic() - started
+
+
+def _assert_verify_green(data_dir: Path, url: str) -> None:
+    result = run_cli(Settings(data_dir=data_dir, nats_url=url), "verify", "--json", "--wait", "30")
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    report = json.loads(result.stdout)
+    assert report["ok"] is True
+    counts = {s["session"]: (s["ledger_events"], s["stream_events"]) for s in report["sessions"]}
+    assert counts == {f"durability-{k}": (PER_SESSION, PER_SESSION) for k in range(SESSIONS)}
+
+
+def _check_everything(h: Harness, url: str, client: ClientProcess, timings: dict[str, float]) -> None:
+    acked = client.acked()
+    stream = asyncio.run(_read_stream(Settings(data_dir=h.data_dir, nats_url=url)))
+    _assert_stream_has_every_ack(stream, acked, h.data_dir)
+    timings["ledger_catch_up_s"] = round(_assert_ledger_catches_up(stream, h.data_dir / "ledger"), 2)
+    _assert_verify_green(h.data_dir, url)
+
+
+def _report(name: str, timings: dict[str, float], summary: dict[str, object]) -> None:
+    print(f"\n{name}: {json.dumps({**timings, 'client': summary})}")
+
+
+# -- the tests -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("harness", ["default"], indirect=True)
+def test_kill_9_node_while_appending(harness: Harness) -> None:
+    """The whole node dies (its embedded nats-server with it); a restart on the same port loses nothing acked."""
+    h, started = harness, time.monotonic()
+    timings: dict[str, float] = {}
+    info = h.node.start()
+    url = info.nats_url
+    client = ClientProcess(h.root, h.data_dir, url)
+    try:
+        client.wait_for_acks(KILL_AFTER_ACKS, timeout=45)
+        h.node.kill9()
+        acked_at_kill = client.acked_count()
+        assert acked_at_kill < EVENTS, "the client finished before the crash; nothing was tested"
+        assert info.nats_pid is not None
+        _wait_until(lambda: _dead(info.nats_pid), 10, "the embedded nats-server to die with its node")
+        assert not _accepts(url)
+        time.sleep(1.0)  # the client keeps retrying against nothing for a while
+
+        restarted = h.node.start()
+        assert restarted.nats_url == url, (
+            f"the restarted node's nats-server listens on {restarted.nats_url}, not on the remembered {url}: "
+            "clients reconnecting to the same URL are stranded"
+        )
+        summary = client.finish(timeout=CLIENT_DEADLINE_S)
+        timings["client_done_s"] = round(time.monotonic() - started, 2)
+        assert summary["retries"], "the crash never interrupted an append"
+        _check_everything(h, url, client, timings)
+    finally:
+        client.kill()
+    timings["acked_at_kill"] = acked_at_kill
+    timings["total_s"] = round(time.monotonic() - started, 2)
+    _report("kill -9 node", timings, summary)
+
+
+@pytest.mark.parametrize("harness", ["always"], indirect=True)
+def test_kill_9_nats_server_while_appending(harness: Harness) -> None:
+    """Only the embedded nats-server dies; the node restarts it on the same port and its mirror recovers."""
+    h, started = harness, time.monotonic()
+    timings: dict[str, float] = {}
+    info = h.node.start()
+    url = info.nats_url
+    assert "sync_interval: always" in (h.data_dir / "nats" / "nats.conf").read_text()
+    assert h.node.nats_children() == [info.nats_pid]
+    client = ClientProcess(h.root, h.data_dir, url)
+    try:
+        client.wait_for_acks(KILL_AFTER_ACKS, timeout=45)
+        assert info.nats_pid is not None
+        os.kill(info.nats_pid, signal.SIGKILL)
+        acked_at_kill = client.acked_count()
+        assert acked_at_kill < EVENTS, "the client finished before the crash; nothing was tested"
+
+        def restarted() -> bool:
+            assert h.node.process is not None and h.node.process.poll() is None, "the node died with nats"
+            return any(pid != info.nats_pid for pid in h.node.nats_children()) and _accepts(url)
+
+        _wait_until(restarted, 20, "the node to restart its nats-server on the same port")
+        timings["nats_back_s"] = round(time.monotonic() - started, 2)
+        summary = client.finish(timeout=CLIENT_DEADLINE_S)
+        timings["client_done_s"] = round(time.monotonic() - started, 2)
+        assert summary["retries"], "the crash never interrupted an append"
+        _check_everything(h, url, client, timings)
+        assert h.node.process is not None and h.node.process.poll() is None, "the node must survive"
+    finally:
+        client.kill()
+    timings["acked_at_kill"] = acked_at_kill
+    timings["total_s"] = round(time.monotonic() - started, 2)
+    _report("kill -9 nats-server", timings, summary)
