@@ -75,6 +75,16 @@ async def ensure_stream(
     return StreamLayout(name=name, partitions=partitions, atomic_batches=bool(applied.get("allow_atomic")))
 
 
+async def describe_stream(client: Client, name: str = "EVENTLOOM") -> StreamLayout:
+    """The layout of an existing stream, without creating or changing anything."""
+    info = await jetstream_api(client, f"STREAM.INFO.{name}")
+    if "error" in info:
+        raise EventloomError(f"stream {name}: {info['error'].get('description')} (nothing appended yet?)")
+    config = info["config"]
+    partitions = int(config.get("metadata", {}).get(PARTITIONS_METADATA_KEY, 16))
+    return StreamLayout(name=name, partitions=partitions, atomic_batches=bool(config.get("allow_atomic")))
+
+
 def _stream_config(name: str, partitions: int, duplicate_window_s: float) -> dict[str, Any]:
     layout = StreamLayout(name=name, partitions=partitions)
     return {

@@ -122,7 +122,7 @@ async def _demo(settings: Settings) -> bool:
             )
             keyring = await asyncio.to_thread(KeyStore(settings.data_dir).load_keyring)
             report = await verify_everything(log.client, log.layout, keyring, settings.ledger_dir, wait_s=10)
-        _show_ledger(settings, events[-1].seq)
+        await asyncio.to_thread(_show_ledger, settings, events[-1].seq)
         verdict = "[green]verified[/]" if report.ok else "[red]FAILED[/]"
         for item in report.sessions:
             console.print(

@@ -16,7 +16,7 @@ import typer
 from rich.table import Table
 
 from eventloom.bus.connection import connect
-from eventloom.bus.stream import DLQ_STREAM, ensure_stream, jetstream_api
+from eventloom.bus.stream import DLQ_STREAM, describe_stream, jetstream_api
 from eventloom.ledger.files import ledger_path, ledger_sessions, read_tip
 from eventloom.runtime import read_runtime, resolve_nats_url
 from eventloom.settings import Settings
@@ -146,7 +146,7 @@ async def _status(settings: Settings) -> dict[str, Any]:
     url = resolve_nats_url(settings)
     client = await connect(url, name="eventloom-status", persistent=False)
     try:
-        layout = await ensure_stream(client, name=settings.stream, partitions=settings.partitions)
+        layout = await describe_stream(client, settings.stream)
         info = await jetstream_api(client, f"STREAM.INFO.{layout.name}")
         consumers = await jetstream_api(client, f"CONSUMER.LIST.{layout.name}")
         dlq = await jetstream_api(client, f"STREAM.INFO.{DLQ_STREAM}")

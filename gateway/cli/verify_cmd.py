@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from eventloom.bus.connection import connect
-from eventloom.bus.stream import ensure_stream
+from eventloom.bus.stream import describe_stream
 from eventloom.event import utc_timestamp
 from eventloom.keys import Keyring, KeyStore, TrustedKey
 from eventloom.runtime import resolve_nats_url
@@ -67,7 +67,7 @@ def _load_keyring(settings: Settings, path: Path | None) -> Keyring:
 async def _verify(settings: Settings, keyring: Keyring, session: str | None, wait: float) -> VerifyReport:
     client = await connect(resolve_nats_url(settings), name="eventloom-verify", persistent=False)
     try:
-        layout = await ensure_stream(client, name=settings.stream, partitions=settings.partitions)
+        layout = await describe_stream(client, settings.stream)
         return await verify_everything(
             client, layout, keyring, settings.ledger_dir, session=session, wait_s=wait
         )
