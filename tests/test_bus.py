@@ -1,4 +1,4 @@
-"""NATS mechanics on a real server: stream creation and upgrade, durable pull consumers, the embedded server."""
+"""NATS mechanics on a real server: stream create and upgrade, durable pull consumers, the embedded server."""
 
 from __future__ import annotations
 
