@@ -8,6 +8,7 @@ import signal
 from pathlib import Path
 
 import pytest
+from nats.aio.msg import Msg
 from nats.js.api import AckPolicy
 
 from eventloom.bus.connection import connect
@@ -69,12 +70,12 @@ async def test_durable_consumer_fetches_acks_redelivers_and_replays(log: EventLo
     for message in first[:3]:
         await message.ack()
     await first[3].nak()
-    rest: list[object] = []
+    rest: list[Msg] = []
     while len(rest) < 7:
         batch = await consumer.fetch(100, timeout=2)
         assert batch, "messages were not redelivered"
         rest.extend(batch)
-    by_seq = {m.metadata.sequence.stream: m for m in rest}  # type: ignore[attr-defined]
+    by_seq = {m.metadata.sequence.stream: m for m in rest}
     assert sorted(by_seq) == list(range(4, 11))
     assert by_seq[4].metadata.num_delivered == 2  # the nak'd message came back
     for message in by_seq.values():

@@ -23,14 +23,14 @@ json_scalars = (
     | st.booleans()
     | st.integers(min_value=-(2**63), max_value=2**63 - 1)
     | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=40)
+    | st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=40)
 )
 json_values = st.recursive(
     json_scalars,
     lambda children: (
         st.lists(children, max_size=4)
         | st.dictionaries(
-            st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=10),
+            st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=10),
             children,
             max_size=4,
         )
