@@ -18,7 +18,7 @@ from nats.aio.client import Client
 from nats.js.kv import KeyValue
 
 from eventloom.bus.stream import StreamLayout
-from eventloom.errors import ConcurrencyError, EventloomError, EventValidationError
+from eventloom.errors import BusUnavailableError, ConcurrencyError, EventloomError, EventValidationError
 from eventloom.event import ENVELOPE_VERSION, Event, canonical_bytes, encode_event, utc_timestamp
 from eventloom.keys import Signer
 from eventloom.tail import event_at, last_event
@@ -37,9 +37,11 @@ MAX_IDEMPOTENCY_KEY: Final = 256
 _TRANSIENT = (
     nats.errors.TimeoutError,
     nats.errors.ConnectionClosedError,
+    nats.errors.ConnectionReconnectingError,
+    nats.errors.StaleConnectionError,
     nats.errors.NoRespondersError,
-    TimeoutError,
     nats.js.errors.NoStreamResponseError,
+    TimeoutError,
 )
 
 
@@ -185,10 +187,12 @@ class Appender:
                     pending.future.set_result(event)
 
     async def _write(self, writer: _SessionWriter, requests: list[AppendRequest]) -> list[Event]:
+        unavailable: Exception | None = None
         for attempt in range(self._max_attempts):
-            tail = writer.tail or await self._load_tail(writer)
-            events = self._build(requests, tail)
+            events: list[Event] = []
             try:
+                tail = writer.tail or await self._load_tail(writer)
+                events = self._build(requests, tail)
                 stream_seq = await self._publish(writer.subject, events, tail.stream_seq)
             except nats.js.errors.APIError as exc:
                 if exc.err_code != WRONG_LAST_SEQUENCE:
@@ -196,15 +200,16 @@ class Appender:
                 writer.tail = None  # another writer won the race: re-read the tail, rebuild, retry
                 await _jitter(attempt)
                 continue
-            except _TRANSIENT:
-                writer.tail = None
-                stored = await self._reconcile(writer, events, attempt)
-                if stored:
+            except _TRANSIENT as exc:
+                unavailable, writer.tail = exc, None
+                if events and await self._reconcile(writer, events, attempt):
                     return events
                 continue
             last = events[-1]
             writer.tail = _Tail(last.seq, last.hash, last.ts, stream_seq)
             return events
+        if unavailable is not None:
+            raise BusUnavailableError(f"NATS did not confirm the append: {unavailable!r}") from unavailable
         raise ConcurrencyError(
             f"session {writer.session}: gave up after {self._max_attempts} attempts to append at the tail"
         )
@@ -319,11 +324,12 @@ class Appender:
         if entry is not None and entry.value:
             return (await event_at(self._client, self._layout, int(entry.value))).event
         msg_id = f"{writer.session}:{request.idempotency_key}"
+        unavailable: Exception | None = None
         for attempt in range(self._max_attempts):
-            tail = writer.tail or await self._load_tail(writer)
-            event = self._build([request], tail)[0]
-            headers = {"Nats-Msg-Id": msg_id, "Nats-Expected-Last-Subject-Sequence": str(tail.stream_seq)}
             try:
+                tail = writer.tail or await self._load_tail(writer)
+                event = self._build([request], tail)[0]
+                headers = {"Nats-Msg-Id": msg_id, "Nats-Expected-Last-Subject-Sequence": str(tail.stream_seq)}
                 ack = await self._js.publish(writer.subject, encode_event(event), headers=headers)
             except nats.js.errors.APIError as exc:
                 if exc.err_code != WRONG_LAST_SEQUENCE:
@@ -331,8 +337,8 @@ class Appender:
                 writer.tail = None
                 await _jitter(attempt)
                 continue
-            except _TRANSIENT:
-                writer.tail = None
+            except _TRANSIENT as exc:
+                unavailable, writer.tail = exc, None
                 await _jitter(attempt, base=0.1)
                 continue  # the retry carries the same Nats-Msg-Id, so a stored first try is deduplicated
             if ack.duplicate:
@@ -343,6 +349,8 @@ class Appender:
                 original = event
             await _remember(kv, kv_key, int(ack.seq))
             return original
+        if unavailable is not None:
+            raise BusUnavailableError(f"NATS did not confirm the append: {unavailable!r}") from unavailable
         raise ConcurrencyError(f"session {writer.session}: gave up appending idempotency key after retries")
 
     async def _idempotency_kv(self) -> KeyValue:

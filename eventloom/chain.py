@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eventloom.errors import SignatureError
-from eventloom.event import Event, compute_hash
+from eventloom.errors import SignatureError, UnknownKeyError
+from eventloom.event import (
+    ENVELOPE_VERSION,
+    HASH_PATTERN,
+    SESSION_PATTERN,
+    TIMESTAMP_PATTERN,
+    TYPE_PATTERN,
+    Event,
+    compute_hash,
+)
 from eventloom.keys import Keyring
 
 
@@ -23,11 +31,31 @@ GENESIS = ChainTip()
 class ChainBreak(Exception):
     """An event cannot follow the tip; `seq` is where the chain breaks and `reason` says why."""
 
-    def __init__(self, session: str, seq: int, reason: str) -> None:
+    def __init__(self, session: str, seq: int, reason: str, *, unknown_key: bool = False) -> None:
         super().__init__(f"session {session} seq {seq}: {reason}")
         self.session = session
         self.seq = seq
         self.reason = reason
+        self.unknown_key = unknown_key
+
+
+def envelope_problem(event: Event) -> str | None:
+    """What is wrong with the envelope's form, if anything (checked before the costlier crypto)."""
+    if event.v != ENVELOPE_VERSION:
+        return f"v: unsupported envelope version {event.v}"
+    if not SESSION_PATTERN.fullmatch(event.session):
+        return "session: not a valid session id"
+    if not TYPE_PATTERN.fullmatch(event.type):
+        return "type: not a valid event type"
+    if not TIMESTAMP_PATTERN.fullmatch(event.ts):
+        return "ts: not RFC 3339 UTC with microseconds and Z"
+    if event.seq < 1:
+        return "seq: must be >= 1"
+    if event.prev_hash is not None and not HASH_PATTERN.fullmatch(event.prev_hash):
+        return "prev_hash: not a sha256 hex digest"
+    if any(not HASH_PATTERN.fullmatch(h) for h in event.caused_by):
+        return "caused_by: entries must be sha256 hex digests"
+    return None
 
 
 def check_next(event: Event, tip: ChainTip, keyring: Keyring) -> ChainTip:
@@ -46,11 +74,15 @@ def check_next(event: Event, tip: ChainTip, keyring: Keyring) -> ChainTip:
 
 
 def check_self(event: Event, keyring: Keyring) -> None:
-    """Hash and signature of one event, without looking at its neighbours."""
+    """Envelope form, hash and signature of one event, without looking at its neighbours."""
+    problem = envelope_problem(event)
+    if problem is not None:
+        raise ChainBreak(event.session, event.seq, problem)
     actual = compute_hash(event)
     if actual != event.hash:
         raise ChainBreak(event.session, event.seq, f"hash {event.hash} does not match content hash {actual}")
     try:
         keyring.verify(event.key_id, event.hash, event.sig)
     except SignatureError as exc:
-        raise ChainBreak(event.session, event.seq, str(exc)) from None
+        unknown = isinstance(exc, UnknownKeyError)
+        raise ChainBreak(event.session, event.seq, str(exc), unknown_key=unknown) from None

@@ -32,5 +32,9 @@ class ConcurrencyError(EventloomError):
     """Another writer kept winning the race for a session's tail; the append was not written."""
 
 
+class BusUnavailableError(EventloomError):
+    """NATS did not answer in time; the append may or may not have been stored (retry with a key)."""
+
+
 class NodeNotRunningError(EventloomError):
     """No NATS server could be reached for this data directory."""

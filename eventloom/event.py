@@ -13,6 +13,7 @@ ENVELOPE_VERSION: Final = 1
 SESSION_PATTERN: Final = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 TYPE_PATTERN: Final = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
 HASH_PATTERN: Final = re.compile(r"^[0-9a-f]{64}$")
+TIMESTAMP_PATTERN: Final = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 
 _canonical = msgspec.json.Encoder(order="sorted")
 

@@ -70,7 +70,10 @@ class Keyring:
         if verifier is None:
             raise UnknownKeyError(key_id)
         try:
-            verifier.verify(bytes.fromhex(event_hash), b64url_decode(sig))
+            raw = b64url_decode(sig)
+            if len(raw) != 64 or b64url(raw) != sig:  # one event, one spelling of its signature
+                raise SignatureError("sig: not the unpadded base64url of a 64-byte Ed25519 signature")
+            verifier.verify(bytes.fromhex(event_hash), raw)
         except (BadSignatureError, ValueError, binascii.Error):
             raise SignatureError(f"sig: signature does not verify with key {key_id}") from None
 

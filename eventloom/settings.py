@@ -40,7 +40,7 @@ class Settings:
     def __post_init__(self) -> None:
         if not 1 <= self.partitions <= 1024:
             raise ValueError("partitions: must be between 1 and 1024")
-        if not SYNC_POLICY.match(self.sync):
+        if not SYNC_POLICY.fullmatch(self.sync):
             raise ValueError("sync: must be 'always', 'default' or a duration like 500ms, 1s, 2m")
 
     @classmethod

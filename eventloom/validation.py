@@ -22,13 +22,13 @@ _size_encoder = msgspec.json.Encoder()
 
 
 def validate_session(session: object) -> str:
-    if not isinstance(session, str) or not SESSION_PATTERN.match(session):
+    if not isinstance(session, str) or not SESSION_PATTERN.fullmatch(session):
         raise EventValidationError("session", "must match ^[A-Za-z0-9_-]{1,128}$")
     return session
 
 
 def validate_type(event_type: object) -> str:
-    if not isinstance(event_type, str) or not TYPE_PATTERN.match(event_type):
+    if not isinstance(event_type, str) or not TYPE_PATTERN.fullmatch(event_type):
         raise EventValidationError(
             "type", "must be dotted snake_case with at least two parts, e.g. task.completed"
         )
@@ -52,7 +52,7 @@ def validate_caused_by(caused_by: object) -> list[str]:
     if len(caused_by) > MAX_CAUSED_BY:
         raise EventValidationError("caused_by", f"more than {MAX_CAUSED_BY} entries")
     for index, item in enumerate(caused_by):
-        if not isinstance(item, str) or not HASH_PATTERN.match(item):
+        if not isinstance(item, str) or not HASH_PATTERN.fullmatch(item):
             raise EventValidationError(f"caused_by[{index}]", "must be a 64-character lowercase hex sha256")
     return list(caused_by)
 

@@ -14,7 +14,7 @@ from eventloom.bus.consumer import read_stream
 from eventloom.bus.stream import StreamLayout
 from eventloom.chain import GENESIS, ChainBreak, ChainTip, check_next
 from eventloom.dlq import list_dead_letters
-from eventloom.event import decode_event, utc_timestamp
+from eventloom.event import decode_event, encode_event, utc_timestamp
 from eventloom.keys import Keyring
 from eventloom.ledger.files import iter_lines, ledger_path, ledger_sessions
 from eventloom.ledger.mirror import MIRROR_CONSUMER
@@ -67,6 +67,9 @@ class _ChainWalk:
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             self.broken = ChainBreak(session, self.tip.seq + 1, f"{label} is not a valid event: {exc}")
             return
+        if encode_event(event) != line_or_event:
+            self.broken = ChainBreak(session, event.seq, f"{label} is not in canonical form")
+            return
         if event.session != session:
             self.broken = ChainBreak(session, event.seq, f"{label} belongs to session {event.session}")
             return
@@ -80,7 +83,20 @@ def verify_ledger_file(path: Path, session: str, keyring: Keyring) -> _ChainWalk
     walk = _ChainWalk()
     for number, line in iter_lines(path):
         walk.feed(session, line, keyring, f"line {number}")
+    if walk.broken is None and not _ends_with_newline(path):
+        walk.broken = ChainBreak(
+            session, walk.tip.seq, "the last line is not newline-terminated (torn write?)"
+        )
     return walk
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        handle.seek(0, 2)
+        if handle.tell() == 0:
+            return True
+        handle.seek(-1, 2)
+        return handle.read(1) == b"\n"
 
 
 def verify_ledger_dir(
@@ -146,7 +162,9 @@ async def verify_everything(
     wait_s: float = 10.0,
 ) -> VerifyReport:
     await wait_for_mirror(client, layout, wait_s)
-    ledger_reports = await asyncio.to_thread(verify_ledger_dir, ledger_dir, keyring, session, require_file=False)
+    ledger_reports = await asyncio.to_thread(
+        verify_ledger_dir, ledger_dir, keyring, session, require_file=False
+    )
     ledger = {r.session: r for r in ledger_reports}
     stream = await verify_stream(client, layout, keyring, session)
     letters = [

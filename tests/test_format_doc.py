@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import os
+import re
 import runpy
 import subprocess
 import sys
@@ -24,8 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from nacl.signing import SigningKey
 
-from eventloom.chain import GENESIS, ChainBreak, check_next
-from eventloom.event import Event, canonical_bytes, citation, decode_event, encode_event
+from eventloom.chain import GENESIS, check_next
+from eventloom.event import Event, canonical_bytes, decode_event, encode_event
 from eventloom.keys import Keyring, KeyStore, Signer, TrustedKey, b64url
 from eventloom.validation import (
     validate_actor,
@@ -69,7 +69,7 @@ EXAMPLE = [
             "élan": "x",
             "nested": {"b": 2, "a": -9223372036854775808},
         },
-        "caused_by": "seq 1",  # replaced by the hash of event 1
+        "cites_previous": True,  # caused_by = [hash of event 1]
     },
 ]
 
@@ -78,7 +78,8 @@ _sorted = msgspec.json.Encoder(order="sorted")
 
 def build_example() -> tuple[bytes, bytes, dict[str, str]]:
     """(ledger file bytes, keyring file bytes, every block the doc shows) computed by eventloom now."""
-    signer = Signer(SigningKey(SEED))
+    signing_key = SigningKey(SEED)
+    signer = Signer(signing_key)
     blocks: dict[str, str] = {
         "seed": SEED.hex(),
         "public-key": b64url(signer.public_key),
@@ -88,7 +89,7 @@ def build_example() -> tuple[bytes, bytes, dict[str, str]]:
     lines: list[bytes] = []
     prev_hash: str | None = None
     for seq, spec in enumerate(EXAMPLE, start=1):
-        caused_by = [prev_hash] if spec.get("caused_by") and prev_hash else []
+        caused_by = [prev_hash] if spec.get("cites_previous") and prev_hash else []
         fields: dict[str, Any] = {
             "session": SESSION,
             "seq": seq,
@@ -108,9 +109,11 @@ def build_example() -> tuple[bytes, bytes, dict[str, str]]:
         blocks[f"canonical-{seq}-length"] = str(len(body))
         blocks[f"hash-{seq}"] = event_hash
         blocks[f"sig-{seq}"] = event.sig
-        blocks[f"sig-{seq}-hex"] = signer._key.sign(bytes.fromhex(event_hash)).signature.hex()
+        blocks[f"sig-{seq}-hex"] = signing_key.sign(bytes.fromhex(event_hash)).signature.hex()
         blocks[f"line-{seq}"] = line.decode("utf-8")
         blocks[f"citation-{seq}"] = event.citation
+        digest = bytes.fromhex(event_hash)
+        blocks[f"hash-{seq}-bytes"] = f"{digest[:4].hex(' ')} … {digest[-2:].hex(' ')}"
         prev_hash = event_hash
     with tempfile.TemporaryDirectory() as tmp:
         store = KeyStore(Path(tmp))
@@ -142,13 +145,14 @@ def doc_inline(name: str) -> str:
 
 
 def doc_table(name: str) -> list[list[str]]:
-    """Rows of the markdown table between `<!-- table: NAME -->` and `<!-- /table -->`, cells unquoted."""
-    match = re.search(rf"<!-- table: {name} -->\n(.*?)\n<!-- /table -->", doc_text(), flags=re.S)
+    """Rows of the markdown table between `<!-- table: NAME -->` and `<!-- /table -->`: each cell's first
+    `code span` (or the whole cell when it has none)."""
+    match = re.search(rf"<!-- table: {name} -->\n(.*?)\n[ ]*<!-- /table -->", doc_text(), flags=re.S)
     assert match, f"doc has no table {name}"
     rows = []
     for line in match.group(1).splitlines()[2:]:  # skip the header and the --- row
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        rows.append([cell[1:-1] if cell.startswith("`") and cell.endswith("`") else cell for cell in cells])
+        rows.append([code.group(1) if (code := re.search(r"`([^`]+)`", cell)) else cell for cell in cells])
     return rows
 
 
@@ -174,6 +178,7 @@ def verifier(verifier_path: Path) -> dict[str, Any]:
 def run_verifier(verifier_path: Path, *args: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(verifier_path), *map(str, args)],
+        check=False,
         capture_output=True,
         text=True,
         timeout=60,
@@ -220,7 +225,8 @@ def test_fixture_ledger_passes_eventloom_chain_checks() -> None:
 
 def test_eventloom_cli_verifies_the_fixture_ledger_alone(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "gateway", "verify", "--ledger-only", str(FIXTURES), "--keyring", str(KEYRING)],
+        [sys.executable, "-m", "gateway", "verify", "--ledger-only", str(FIXTURES), "--keyring", KEYRING],
+        check=False,
         capture_output=True,
         text=True,
         timeout=120,
@@ -264,6 +270,8 @@ def _same_bytes_other_sig(data: bytes) -> bytes:
     sig = json.loads(data.split(b"\n")[0])["sig"]
     other = sig[:-1] + _B64URL[_B64URL.index(sig[-1]) ^ 1]
     return _flip(data, sig.encode(), other.encode())
+
+
 TAMPERS = {
     # name: (transform of the ledger bytes, first broken seq the verifier must report)
     "payload byte": (lambda d: _flip(d, b'"count":3', b'"count":4'), 1),
@@ -273,10 +281,10 @@ TAMPERS = {
     "seq gap": (lambda d: d.split(b"\n")[1] + b"\n", 1),
     "swapped lines": (lambda d: b"\n".join(d.split(b"\n")[1::-1]) + b"\n", 1),
     "torn last line": (lambda d: d[:-1], 2),
-    "padded sig": (lambda d: d.replace(b'","ts":"2025-01-02T03:04:05', b'==","ts":"2025-01-02T03:04:05', 1), 1),
+    "padded sig": (lambda d: d.replace(b'","ts":"2025-01-02T03:04:05', b'==","ts":"2025-01-02T03:04:05'), 1),
     "ts edited": (lambda d: _flip(d, b"06.000001Z", b"06.000002Z"), 2),
     "malformed key_id": (lambda d: d.replace(b'"key_id":"', b'"key_id":"0', 1), 1),
-    "sig trailing bits": (lambda d: _same_bytes_other_sig(d), 1),
+    "sig trailing bits": (_same_bytes_other_sig, 1),
 }
 
 
@@ -307,8 +315,8 @@ def test_doc_verifier_checks_the_keyring(verifier_path: Path, tmp_path: Path) ->
     assert run_verifier(verifier_path, bad, LEDGER).returncode == 2
 
 
-def test_doc_verifier_and_eventloom_agree_on_tampering(tmp_path: Path, verifier_path: Path) -> None:
-    """Every tamper that changes signed content is found by eventloom at the same seq."""
+def test_eventloom_finds_the_signed_content_tampers_at_the_same_seq(tmp_path: Path) -> None:
+    """Tampers that change signed content are found by eventloom where the doc's verifier finds them."""
     for name in ("payload byte", "payload float", "seq gap", "swapped lines", "ts edited"):
         transform, broken_seq = TAMPERS[name]
         ledger_dir = tmp_path / name.replace(" ", "-")
@@ -341,7 +349,7 @@ def test_doc_example_blocks_match_eventloom() -> None:
     ledger = LEDGER.read_text(encoding="utf-8")
     assert shown["ledger"] + "\n" == ledger
     for name in ("seed", "public-key", "public-key-hex", "key-id", "canonical-1-length", "canonical-2-length",
-                 "citation-1", "citation-2"):
+                 "citation-1", "citation-2", "hash-1-bytes"):
         assert doc_inline(name) == expected[name], f"docs/eventloom-format.md inline {name} is stale"
 
 
@@ -357,9 +365,9 @@ def test_doc_float_table_matches_msgspec() -> None:
 def test_doc_string_table_matches_msgspec() -> None:
     rows = doc_table("strings")
     assert len(rows) >= 8
-    for _, code_point, encoded in rows:
+    for _, code_point, utf8_hex in rows:
         char = chr(int(code_point.removeprefix("U+"), 16))
-        assert _sorted.encode(char).decode("utf-8") == f'"{encoded}"', code_point
+        assert _sorted.encode(char) == b'"' + bytes.fromhex(utf8_hex) + b'"', code_point
 
 
 def test_doc_key_order_example_matches_msgspec() -> None:
@@ -437,6 +445,64 @@ def test_doc_verifier_rejects_what_eventloom_never_writes(verifier: dict[str, An
         canonical(2**63)
     assert canonical(parse(b"-0")) == "0"
     assert canonical(parse(b"1E+2")) == "100.0"
+
+
+def _splice(line: bytes) -> bytes:
+    """The doc's shortcut: the line with its top-level hash, key_id and sig members cut out."""
+    pattern = re.compile(doc_blocks()["splice-regex"].encode("utf-8"))
+    match = pattern.fullmatch(line)
+    assert match, line
+    cut = sorted((match.span(name) for name in ("hash", "key_id", "sig")), reverse=True)
+    for start, end in cut:
+        line = line[:start] + line[end:]
+    return line
+
+
+def test_doc_splice_shortcut_on_the_example() -> None:
+    _, _, expected = build_example()
+    for seq, line in enumerate(LEDGER.read_bytes().split(b"\n")[:-1], start=1):
+        assert _splice(line) == expected[f"canonical-{seq}"].encode("utf-8")
+
+
+@settings(max_examples=300, deadline=None)
+@given(payload=_payloads, actor=_text.filter(lambda a: a.strip() != ""), caused=st.integers(0, 3))
+def test_doc_splice_shortcut_equals_canonical_bytes(payload: dict[str, Any], actor: str, caused: int) -> None:
+    fields: dict[str, Any] = {
+        "session": "s_1-x",
+        "seq": 7,
+        "ts": "2025-01-02T03:04:05.000000Z",
+        "type": "any.thing",
+        "actor": actor,
+        "payload": {"sig": "A" * 86, "hash": "0" * 64, **payload},  # decoys inside the payload
+        "caused_by": ["ab" * 32] * caused,
+        "prev_hash": "cd" * 32,
+    }
+    line = encode_event(Event(v=1, **fields, hash="ef" * 32, sig="B" * 86, key_id="0123456789abcdef"))
+    assert _splice(line) == canonical_bytes(**fields)
+
+
+def _python_json_agrees(value: float) -> bool:
+    """Where the doc says json.dumps writes a float byte-exactly like canonical JSON."""
+    size = abs(value)
+    return size == 0 or 1e-4 <= size < 1e16 or size < 1e-9
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    value=st.floats(allow_nan=False, allow_infinity=False)
+    | st.floats(min_value=1e-11, max_value=1e-3)
+    | st.floats(min_value=1e14, max_value=1e18)
+)
+def test_python_json_agrees_exactly_where_documented(value: float) -> None:
+    agrees = json.dumps(value) == _sorted.encode(value).decode()
+    assert agrees == _python_json_agrees(value), (value, json.dumps(value))
+
+
+def test_python_json_agreement_boundaries() -> None:
+    for value in (1e-4, 9.999999999999999e-5, 1e-9, 9.999999999999999e-10, 1e16, 9999999999999998.0, 5e-324):
+        for signed in (value, -value):
+            agrees = json.dumps(signed) == _sorted.encode(signed).decode()
+            assert agrees == _python_json_agrees(signed), signed
 
 
 def main() -> None:

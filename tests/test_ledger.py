@@ -208,3 +208,39 @@ async def test_ledger_only_verify_needs_no_node(log: EventLog, settings: Setting
     )
     assert result.returncode == 0, result.stderr
     assert "verified: 2 session(s)" in result.stderr
+
+
+async def test_mirror_picks_up_a_key_trusted_after_it_started(log: EventLog, settings: Settings) -> None:
+    """Rotation on another machine: its public key is trusted here while the mirror runs."""
+    async with running_mirror(log):
+        await append_story(log, sessions=1, per_session=2)
+        await caught_up(log)
+        other_dir = settings.data_dir.parent / "other-node"
+        other = await EventLog.open(Settings(data_dir=other_dir, nats_url=settings.nats_url))
+        try:
+            other_keys = KeyStore(other_dir).load_keyring().keys
+            for key in other_keys:
+                KeyStore(settings.data_dir).trust(key)
+            await other.append("s0", "note.added", "other-node", {"n": 100})
+            await caught_up(log)
+        finally:
+            await other.close()
+    assert len(lines_of(settings, "s0")) == 3
+    assert await list_dead_letters(log.client, "ledger-mirror") == []
+    assert (await full_verify(log)).ok
+
+
+async def test_non_canonical_and_misrouted_messages_are_dead_lettered(
+    log: EventLog, settings: Settings
+) -> None:
+    async with running_mirror(log):
+        (event,) = await append_story(log, sessions=1, per_session=1)
+        pretty = json.dumps(json.loads(encode_event(event)), indent=1).encode()
+        await log.client.jetstream().publish(log.layout.subject_for("s0"), pretty)
+        await log.client.jetstream().publish(log.layout.subject_for("elsewhere"), encode_event(event))
+        await log.client.jetstream().publish(log.layout.subject_for("s0"), b"not json at all")
+        await caught_up(log)
+    letters = await list_dead_letters(log.client, "ledger-mirror")
+    reasons = sorted(d.error.split(":")[0].split(" eventloom.")[0] for d in letters)
+    assert reasons == ["event is not in canonical form", "not a valid event", "published on wrong subject"]
+    assert len(lines_of(settings, "s0")) == 1

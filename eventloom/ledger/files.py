@@ -25,7 +25,7 @@ def ledger_path(ledger_dir: Path, session: str) -> Path:
 def ledger_sessions(ledger_dir: Path) -> list[str]:
     if not ledger_dir.exists():
         return []
-    return sorted(p.stem for p in ledger_dir.glob("*.jsonl") if SESSION_PATTERN.match(p.stem))
+    return sorted(p.stem for p in ledger_dir.glob("*.jsonl") if SESSION_PATTERN.fullmatch(p.stem))
 
 
 def iter_lines(path: Path) -> Iterator[tuple[int, bytes]]:

@@ -16,7 +16,6 @@ from eventloom.bus.consumer import ConsumerSpec, DurableConsumer, read_stream
 from eventloom.bus.stream import StreamLayout, subject_counts
 from eventloom.chain import GENESIS, ChainBreak, ChainTip, check_next
 from eventloom.dlq import DeadLetter, dead_letter
-from eventloom.errors import UnknownKeyError
 from eventloom.event import Event, decode_event, encode_event
 from eventloom.keys import Keyring, KeyStore
 from eventloom.ledger.files import LedgerWriter, ledger_path, ledger_sessions, read_tip, repair_torn_tail
@@ -27,9 +26,13 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class _Incoming:
+    """A fetched message; `malformed` says why it was rejected before verification, `error` why after."""
+
     message: Msg
     event: Event | None
+    malformed: str | None = None
     error: str | None = None
+    unknown_key: bool = False
 
 
 @dataclass
@@ -114,7 +117,7 @@ class LedgerMirror:
         segment_start = 0
         for index, item in enumerate(incoming):
             event = item.event
-            if event is None:
+            if event is None or item.malformed is not None:
                 continue
             session = event.session
             next_seq = expected.get(session) or self._tips.get(session, GENESIS).seq + 1
@@ -131,9 +134,11 @@ class LedgerMirror:
         if not incoming:
             return
         failures = await asyncio.to_thread(self._write_verified, incoming)
-        if any("not in the trusted keyring" in (item.error or "") for item in failures):
+        if any(item.unknown_key for item in failures):
             self._keyring = await asyncio.to_thread(self._keys.load_keyring)  # a key may have been added
-            failures = await asyncio.to_thread(self._write_verified, failures)
+            retry = [_Incoming(i.message, i.event) for i in failures if i.malformed is None]
+            failures = [i for i in failures if i.malformed is not None]
+            failures += await asyncio.to_thread(self._write_verified, retry)
         for item in failures:
             await self._dead_letter(item)
 
@@ -143,7 +148,7 @@ class LedgerMirror:
         pending: dict[str, list[bytes]] = {}
         for item in incoming:
             event = item.event
-            if event is None:
+            if event is None or item.malformed is not None:
                 failures.append(item)
                 continue
             tip = self._tips.get(event.session, GENESIS)
@@ -152,11 +157,7 @@ class LedgerMirror:
             try:
                 self._tips[event.session] = check_next(event, tip, self._keyring)
             except ChainBreak as exc:
-                item.error = exc.reason
-                failures.append(item)
-                continue
-            except UnknownKeyError as exc:
-                item.error = str(exc)
+                item.error, item.unknown_key = exc.reason, exc.unknown_key
                 failures.append(item)
                 continue
             pending.setdefault(event.session, []).append(encode_event(event))
@@ -189,7 +190,7 @@ class LedgerMirror:
         log.warning(
             "ledger mirror: dead-lettering stream seq %s: %s",
             item.message.metadata.sequence.stream,
-            item.error,
+            item.malformed or item.error,
         )
         await dead_letter(
             self._client,
@@ -197,7 +198,7 @@ class LedgerMirror:
                 consumer=self._name,
                 stream_seq=item.message.metadata.sequence.stream,
                 subject=item.message.subject,
-                error=item.error or "unknown",
+                error=item.malformed or item.error or "unknown",
                 attempts=item.message.metadata.num_delivered or 1,
                 session=event.session if event else None,
                 seq=event.seq if event else None,
@@ -213,11 +214,11 @@ def _decode(message: Msg, layout: StreamLayout) -> _Incoming:
     try:
         event = decode_event(message.data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        return _Incoming(message, None, f"not a valid event: {exc}")
+        return _Incoming(message, None, malformed=f"not a valid event: {exc}")
+    if encode_event(event) != message.data:
+        return _Incoming(message, event, malformed="event is not in canonical form")
     if layout.subject_for(event.session) != message.subject:
-        return _Incoming(
-            message, None, f"session {event.session} published on wrong subject {message.subject}"
-        )
+        return _Incoming(message, event, malformed=f"published on wrong subject {message.subject}")
     return _Incoming(message, event)
 
 

@@ -21,7 +21,7 @@ def register_event_type(event_type: str, schema: type[msgspec.Struct], *, replac
     Plug-ins call this at import time. Registering a different schema for a type that already has one is
     refused unless `replace` is set, so two plug-ins cannot silently disagree about a payload.
     """
-    if not TYPE_PATTERN.match(event_type):
+    if not TYPE_PATTERN.fullmatch(event_type):
         raise EventValidationError("type", f"{event_type!r} is not a dotted snake_case event type")
     existing = _schemas.get(event_type)
     if existing is not None and existing is not schema and not replace:
