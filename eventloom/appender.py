@@ -322,7 +322,9 @@ class Appender:
         except nats.js.errors.KeyNotFoundError:
             entry = None
         if entry is not None and entry.value:
-            return (await event_at(self._client, self._layout, int(entry.value))).event
+            recorded = (await event_at(self._client, self._layout, int(entry.value))).event
+            if recorded.session == writer.session:
+                return recorded
         msg_id = f"{writer.session}:{request.idempotency_key}"
         unavailable: Exception | None = None
         for attempt in range(self._max_attempts):

@@ -32,12 +32,7 @@ class EventLog:
     async def open(cls, settings: Settings, *, url: str | None = None, persistent: bool = True) -> EventLog:
         client = await connect(url or resolve_nats_url(settings), name="eventloom-log", persistent=persistent)
         try:
-            layout = await ensure_stream(
-                client,
-                name=settings.stream,
-                partitions=settings.partitions,
-                duplicate_window_s=settings.duplicate_window_s,
-            )
+            layout = await ensure_stream(client, settings)
             signer = await asyncio.to_thread(KeyStore(settings.data_dir).active_signer)
         except BaseException:
             await client.close()

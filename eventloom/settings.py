@@ -36,10 +36,13 @@ class Settings:
     sync: str = "default"
     duplicate_window_s: float = 120.0
     stream: str = "EVENTLOOM"
+    replicas: int = 1
 
     def __post_init__(self) -> None:
         if not 1 <= self.partitions <= 1024:
             raise ValueError("partitions: must be between 1 and 1024")
+        if not 1 <= self.replicas <= 5:
+            raise ValueError("replicas: must be between 1 and 5 (JetStream's limit)")
         if not SYNC_POLICY.fullmatch(self.sync):
             raise ValueError("sync: must be 'always', 'default' or a duration like 500ms, 1s, 2m")
 
@@ -52,6 +55,7 @@ class Settings:
             partitions=_env_int("EVENTLOOM_PARTITIONS", DEFAULT_PARTITIONS),
             sync=os.environ.get("EVENTLOOM_SYNC", "default"),
             duplicate_window_s=float(_env_int("EVENTLOOM_DUPLICATE_WINDOW_S", 120)),
+            replicas=_env_int("EVENTLOOM_REPLICAS", 1),
         )
 
     @property

@@ -40,14 +40,10 @@ class Node:
         if self.url is None:
             self.embedded = EmbeddedNats(settings.nats_dir, settings.sync)
             self.url = await self.embedded.start()
+            self.embedded.on_restart = lambda: asyncio.to_thread(self._write_runtime)
         client = await connect(self.url, name="eventloom-node")
         try:
-            layout = await ensure_stream(
-                client,
-                name=settings.stream,
-                partitions=settings.partitions,
-                duplicate_window_s=settings.duplicate_window_s,
-            )
+            layout = await ensure_stream(client, settings)
             self.mirror = LedgerMirror(client, layout, keys, settings.ledger_dir)
             await asyncio.to_thread(self._write_runtime)
             self.ready.set()
@@ -56,7 +52,7 @@ class Node:
             with contextlib.suppress(OSError):
                 await asyncio.to_thread(settings.runtime_file.unlink)
             with contextlib.suppress(Exception):
-                await client.drain()
+                await asyncio.wait_for(client.drain(), timeout=5)
             if self.embedded is not None:
                 await self.embedded.stop()
 
@@ -77,9 +73,11 @@ class Node:
         await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
         stop.set()
         await asyncio.wait({task}, timeout=15)
+        stopper.cancel()
         if not task.done():
             task.cancel()
-        stopper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     def _write_runtime(self) -> None:
         assert self.url is not None

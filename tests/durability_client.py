@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import sys
 import time
@@ -109,10 +110,8 @@ async def main(args: argparse.Namespace) -> int:
             }
             sys.stdout.write(msgspec.json.encode(summary).decode() + "\n")
             sys.stdout.flush()
-            try:
+            with contextlib.suppress(Exception):  # best effort: the result is already recorded
                 await asyncio.wait_for(log.close(), timeout=5)
-            except Exception:  # closing is best effort; the result is already recorded
-                pass
     return 0 if ok else 1
 
 

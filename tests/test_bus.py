@@ -25,9 +25,9 @@ pytestmark = pytest.mark.anyio
 async def test_stream_creation_is_idempotent_and_keeps_its_partitions(nats_server: NatsServer) -> None:
     client = await connect(nats_server.url)
     try:
-        first = await ensure_stream(client, partitions=8)
-        again = await ensure_stream(client, partitions=8)
-        asked_for_more = await ensure_stream(client, partitions=32)
+        first = await ensure_stream(client, Settings(partitions=8))
+        again = await ensure_stream(client, Settings(partitions=8))
+        asked_for_more = await ensure_stream(client, Settings(partitions=32))
         info = await jetstream_api(client, "STREAM.INFO.EVENTLOOM")
     finally:
         await client.close()
@@ -41,9 +41,9 @@ async def test_stream_creation_is_idempotent_and_keeps_its_partitions(nats_serve
 async def test_stream_upgrade_changes_config_in_place(nats_server: NatsServer) -> None:
     client = await connect(nats_server.url)
     try:
-        await ensure_stream(client, duplicate_window_s=120)
+        await ensure_stream(client, Settings(duplicate_window_s=120))
         await client.jetstream().publish("eventloom.0.x", b"{}")
-        await ensure_stream(client, duplicate_window_s=30)
+        await ensure_stream(client, Settings(duplicate_window_s=30))
         info = await jetstream_api(client, "STREAM.INFO.EVENTLOOM")
     finally:
         await client.close()

@@ -5,15 +5,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import logging
 import os
 import shutil
 import signal
 import socket
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from eventloom.errors import EventloomError
 
+log = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1
 _READY_TIMEOUT_S = 20.0
 
@@ -40,6 +43,8 @@ def free_port(preferred: int | None = None) -> int:
 
 def _port_is_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # nats-server binds with SO_REUSEADDR too, so TIME_WAIT leftovers of a killed server don't count
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
@@ -55,7 +60,7 @@ def _die_with_parent() -> None:
 
 
 def server_config(store_dir: Path, port: int, sync: str, host: str = "127.0.0.1") -> str:
-    sync_line = "" if sync == "default" else f"  sync_interval: {sync}\n"
+    sync_line = "" if sync == "default" else f'  sync_interval: "{sync}"\n'
     return (
         f'listen: {host}:{port}\nmax_payload: 4MB\njetstream {{\n  store_dir: "{store_dir}"\n{sync_line}}}\n'
     )
@@ -77,6 +82,7 @@ class EmbeddedNats:
         self._watcher: asyncio.Task[None] | None = None
         self._stopping = False
         self.restarts = 0
+        self.on_restart: Callable[[], Awaitable[None]] | None = None
 
     @property
     def url(self) -> str:
@@ -136,14 +142,24 @@ class EmbeddedNats:
         raise EventloomError(f"nats-server did not listen on port {self.port} within {_READY_TIMEOUT_S}s")
 
     async def _watch(self, config_path: Path) -> None:
+        """Restart the server whenever it dies, backing off while it fails to come up."""
+        delay = 0.2
         while not self._stopping:
             assert self._process is not None
             await self._process.wait()
             if self._stopping:
                 return
+            await asyncio.sleep(delay)
+            try:
+                await self._spawn(config_path)
+            except (OSError, EventloomError):
+                log.exception("nats-server failed to restart; retrying in %.1fs", delay)
+                delay = min(delay * 2, 5.0)
+                continue
+            delay = 0.2
             self.restarts += 1
-            await asyncio.sleep(0.2)
-            await self._spawn(config_path)
+            if self.on_restart is not None:
+                await self.on_restart()
 
     async def stop(self) -> None:
         self._stopping = True

@@ -9,6 +9,7 @@ import msgspec
 from nats.aio.client import Client
 
 from eventloom.errors import EventloomError
+from eventloom.settings import Settings
 
 SUBJECT_ROOT: Final = "eventloom"
 DLQ_STREAM: Final = "EVENTLOOM_DLQ"
@@ -49,21 +50,22 @@ async def jetstream_api(client: Client, verb: str, body: dict[str, Any] | None =
     return response
 
 
-async def ensure_stream(
-    client: Client,
-    *,
-    name: str = "EVENTLOOM",
-    partitions: int = 16,
-    duplicate_window_s: float = 120.0,
-) -> StreamLayout:
-    """Create the stream, or upgrade its config in place; the partition count of an existing stream wins."""
+async def ensure_stream(client: Client, settings: Settings) -> StreamLayout:
+    """Create the stream, or upgrade its config in place.
+
+    The partition count of an existing stream wins (it is fixed at creation), and so does a higher
+    replica count an operator gave it: an upgrade never scales a clustered stream down.
+    """
+    name = settings.stream
     info = await jetstream_api(client, f"STREAM.INFO.{name}")
     if "error" in info and info["error"].get("err_code") != 10059:  # 10059: stream not found
         raise EventloomError(f"stream {name}: {info['error'].get('description')}")
     existing = info.get("config") if "error" not in info else None
+    partitions, replicas = settings.partitions, settings.replicas
     if existing is not None:
         partitions = int(existing.get("metadata", {}).get(PARTITIONS_METADATA_KEY, partitions))
-    config = _stream_config(name, partitions, duplicate_window_s)
+        replicas = max(replicas, int(existing.get("num_replicas", 1)))
+    config = _stream_config(name, partitions, settings.duplicate_window_s, replicas)
     verb = f"STREAM.UPDATE.{name}" if existing is not None else f"STREAM.CREATE.{name}"
     response = await jetstream_api(client, verb, config)
     if "error" in response and config.pop("allow_atomic", None):
@@ -71,7 +73,7 @@ async def ensure_stream(
     if "error" in response:
         raise EventloomError(f"stream {name}: {response['error'].get('description')}")
     applied = response.get("config", {})
-    await _ensure_dlq(client)
+    await _ensure_dlq(client, replicas)
     return StreamLayout(name=name, partitions=partitions, atomic_batches=bool(applied.get("allow_atomic")))
 
 
@@ -85,7 +87,7 @@ async def describe_stream(client: Client, name: str = "EVENTLOOM") -> StreamLayo
     return StreamLayout(name=name, partitions=partitions, atomic_batches=bool(config.get("allow_atomic")))
 
 
-def _stream_config(name: str, partitions: int, duplicate_window_s: float) -> dict[str, Any]:
+def _stream_config(name: str, partitions: int, duplicate_window_s: float, replicas: int) -> dict[str, Any]:
     layout = StreamLayout(name=name, partitions=partitions)
     return {
         "name": name,
@@ -97,7 +99,7 @@ def _stream_config(name: str, partitions: int, duplicate_window_s: float) -> dic
         "max_bytes": -1,
         "max_age": 0,
         "max_msg_size": _MAX_MSG_BYTES,
-        "num_replicas": 1,
+        "num_replicas": replicas,
         "duplicate_window": int(duplicate_window_s * _NANOS),
         "deny_delete": True,
         "deny_purge": False,
@@ -107,13 +109,13 @@ def _stream_config(name: str, partitions: int, duplicate_window_s: float) -> dic
     }
 
 
-async def _ensure_dlq(client: Client) -> None:
+async def _ensure_dlq(client: Client, replicas: int) -> None:
     config = {
         "name": DLQ_STREAM,
         "subjects": [f"{DLQ_SUBJECT_ROOT}.>"],
         "retention": "limits",
         "storage": "file",
-        "num_replicas": 1,
+        "num_replicas": replicas,
         "max_msg_size": _MAX_MSG_BYTES * 2,
     }
     info = await jetstream_api(client, f"STREAM.INFO.{DLQ_STREAM}")

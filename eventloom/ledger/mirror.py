@@ -152,8 +152,12 @@ class LedgerMirror:
                 failures.append(item)
                 continue
             tip = self._tips.get(event.session, GENESIS)
-            if event.seq <= tip.seq:
+            if event.seq < tip.seq or (event.seq == tip.seq and event.hash == tip.hash):
                 continue  # already in the ledger: a redelivery
+            if event.seq == tip.seq:
+                item.error = f"fork: the ledger holds a different event at seq {tip.seq}"
+                failures.append(item)
+                continue
             try:
                 self._tips[event.session] = check_next(event, tip, self._keyring)
             except ChainBreak as exc:
