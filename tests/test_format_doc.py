@@ -15,6 +15,7 @@ import runpy
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ KEYRING = FIXTURES / "keyring.json"
 SEED = bytes(range(32))
 KEY_ADDED_AT = "2025-01-01T00:00:00Z"
 KEY_COMMENT = "worked example only: its seed is bytes(range(32)), so anyone can sign with it"
-EXAMPLE = [
+EXAMPLE: list[dict[str, Any]] = [
     {
         "ts": "2025-01-02T03:04:05.123456Z",
         "type": "note.recorded",
@@ -272,7 +273,7 @@ def _same_bytes_other_sig(data: bytes) -> bytes:
     return _flip(data, sig.encode(), other.encode())
 
 
-TAMPERS = {
+TAMPERS: dict[str, tuple[Callable[[bytes], bytes], int]] = {
     # name: (transform of the ledger bytes, first broken seq the verifier must report)
     "payload byte": (lambda d: _flip(d, b'"count":3', b'"count":4'), 1),
     "payload float": (lambda d: _flip(d, b'"ratio":0.5', b'"ratio":0.6'), 2),
@@ -348,8 +349,17 @@ def test_doc_example_blocks_match_eventloom() -> None:
         assert shown.get(name) == expected[name], f"docs/eventloom-format.md block {name} is stale"
     ledger = LEDGER.read_text(encoding="utf-8")
     assert shown["ledger"] + "\n" == ledger
-    for name in ("seed", "public-key", "public-key-hex", "key-id", "canonical-1-length", "canonical-2-length",
-                 "citation-1", "citation-2", "hash-1-bytes"):
+    for name in (
+        "seed",
+        "public-key",
+        "public-key-hex",
+        "key-id",
+        "canonical-1-length",
+        "canonical-2-length",
+        "citation-1",
+        "citation-2",
+        "hash-1-bytes",
+    ):
         assert doc_inline(name) == expected[name], f"docs/eventloom-format.md inline {name} is stale"
 
 
@@ -382,7 +392,7 @@ def test_doc_key_order_example_matches_msgspec() -> None:
 # (4) the doc's stdlib canonicalization is byte-exact with eventloom's
 
 
-_text = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=12)
+_text = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=12)
 _scalars = (
     st.none()
     | st.booleans()
@@ -404,7 +414,7 @@ def test_doc_canonicalization_equals_canonical_bytes(
     verifier: dict[str, Any], payload: dict[str, Any], actor: str, seq: int
 ) -> None:
     canonical = verifier["canonical"]
-    fields = {
+    fields: dict[str, Any] = {
         "session": "s-1",
         "seq": seq,
         "ts": "2025-01-02T03:04:05.000000Z",
