@@ -151,6 +151,7 @@ class NodeProcess:
         self.nats_url = nats_url
         self.sync = sync
         self.process: subprocess.Popen[bytes] | None = None
+        self.nats_pid: int | None = None
         self.log_path = data_dir / "node.log"
 
     def start(self) -> str:
@@ -172,6 +173,7 @@ class NodeProcess:
         while time.monotonic() < deadline:
             info = read_runtime(runtime_file)
             if info is not None and info.pid == self.process.pid:
+                self.nats_pid = info.nats_pid
                 return info.nats_url
             if self.process.poll() is not None:
                 raise SystemExit(f"node exited with {self.process.returncode}; see {self.log_path}")
@@ -244,8 +246,9 @@ async def raw_publish(
         if failed:
             raise SystemExit(f"raw publish: {len(failed)} publishes failed: {failed[0].exception()!r}")
         info = await js.stream_info(RAW_STREAM)
-        if info.state.messages != count + len(subjects):
-            raise SystemExit(f"raw publish: stream holds {info.state.messages}, expected {count}")
+        stored, expected = info.state.messages, count + len(subjects)
+        if stored != expected:
+            raise SystemExit(f"raw publish: stream holds {stored} messages, expected {expected}")
         return count / elapsed
     finally:
         with contextlib.suppress(Exception):
@@ -305,6 +308,36 @@ def ledger_lines(ledger_dir: Path, sessions: list[str]) -> dict[str, int]:
     return counts
 
 
+class CpuMeter:
+    """CPU seconds (user + system) used by this process, the node process and nats-server, per phase."""
+
+    def __init__(self, node: NodeProcess) -> None:
+        self._pids = {"node": node.process.pid if node.process else None, "nats_server": node.nats_pid}
+        self._start: dict[str, float] = {}
+        self._wall = 0.0
+
+    def _now(self) -> dict[str, float]:
+        ticks = os.sysconf("SC_CLK_TCK")
+        used = {"bench_client": time.process_time()}
+        for name, pid in self._pids.items():
+            if pid is None:
+                continue
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                used[name] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+        return used
+
+    def start(self) -> None:
+        self._start = self._now()
+        self._wall = time.perf_counter()
+
+    def stop(self) -> dict[str, float]:
+        end = self._now()
+        used = {k: round(end[k] - self._start[k], 2) for k in end if k in self._start}
+        used["wall"] = round(time.perf_counter() - self._wall, 2)
+        return used
+
+
 def machine(server_version: str) -> dict[str, Any]:
     cpu_model = ""
     with contextlib.suppress(OSError):
@@ -345,6 +378,7 @@ async def bench(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
 
 
 async def _bench(args: argparse.Namespace, data_dir: Path, url: str, node: NodeProcess) -> dict[str, Any]:
+    load_at_start = round(os.getloadavg()[0], 2)
     run_id = datetime.now(UTC).strftime("%H%M%S") + f"{os.getpid() % 1000:03d}"
     sessions = session_names(run_id, args.sessions)
     per_session = split(args.events, args.sessions)
@@ -368,18 +402,26 @@ async def _bench(args: argparse.Namespace, data_dir: Path, url: str, node: NodeP
     message = sample_event(sessions[0], plan[sessions[0]][0].payload)
     raw_subjects = [f"{RAW_SUBJECT_ROOT}.{s}" for s in sessions]
 
+    meter = CpuMeter(node)
+    cpu: dict[str, dict[str, float]] = {}
+    meter.start()
     raw_before = await raw_publish(
         url, message, raw_subjects, args.events, args.raw_max_pending, "raw publish_async (before)"
     )
+    cpu["raw_before"] = meter.stop()
 
     settings = Settings(data_dir=data_dir, nats_url=url)
     log = await EventLog.open(settings)
     try:
         server_version = str(log.client._server_info.get("version", "")) or server_binary_version()
-        for session, requests in warm_plan.items():  # loads each session's tail, opens the subjects
+        for requests in warm_plan.values():  # loads each session's tail, opens the subjects
             await log.append_many(requests)
+        meter.start()
         seconds, last_ack, acked = await eventloom_append(log, plan, args.batch)
+        cpu["eventloom_append"] = meter.stop()
+        meter.start()
         catch_up = await mirror_catch_up(log, last_ack)
+        cpu["mirror_catch_up"] = meter.stop()
         atomic = log.layout.atomic_batches
     finally:
         await log.close()
@@ -390,9 +432,11 @@ async def _bench(args: argparse.Namespace, data_dir: Path, url: str, node: NodeP
     if not ledger_ok:
         console.print(f"[red]ledger line counts differ: {lines} != {expected}[/]")
 
+    meter.start()
     raw_after = await raw_publish(
         url, message, raw_subjects, args.events, args.raw_max_pending, "raw publish_async (after)"
     )
+    cpu["raw_after"] = meter.stop()
     raw_rate = (raw_before + raw_after) / 2
     eventloom_rate = acked / seconds
     return {
@@ -417,7 +461,8 @@ async def _bench(args: argparse.Namespace, data_dir: Path, url: str, node: NodeP
         },
         "atomic_batches": atomic,
         "server": {"url": url if args.nats_url else "embedded", "sync": args.sync},
-        "machine": machine(server_version),
+        "cpu_s": cpu,
+        "machine": {**machine(server_version), "loadavg_1m_at_start": load_at_start},
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
 

@@ -17,10 +17,12 @@ import nats.js.errors
 from nats.aio.client import Client
 from nats.js.kv import KeyValue
 
+from eventloom.bus.publish import publish_many
 from eventloom.bus.stream import StreamLayout
 from eventloom.errors import BusUnavailableError, ConcurrencyError, EventloomError, EventValidationError
-from eventloom.event import ENVELOPE_VERSION, Event, canonical_bytes, encode_event, utc_timestamp
+from eventloom.event import Event, encode_event
 from eventloom.keys import Signer
+from eventloom.sealing import Sealer
 from eventloom.tail import event_at, last_event
 from eventloom.validation import (
     validate_actor,
@@ -32,7 +34,7 @@ from eventloom.validation import (
 
 IDEMPOTENCY_BUCKET: Final = "EVENTLOOM_IDEMPOTENCY"
 WRONG_LAST_SEQUENCE: Final = 10071
-MAX_BATCH: Final = 256
+MAX_BATCH: Final = 1000  # the server's limit for one atomic batch
 MAX_IDEMPOTENCY_KEY: Final = 256
 _TRANSIENT = (
     nats.errors.TimeoutError,
@@ -115,7 +117,7 @@ class Appender:
         self._client = client
         self._js = client.jetstream(timeout=publish_timeout)
         self._layout = layout
-        self._signer = signer
+        self._sealer = Sealer(signer)
         self._max_attempts = max_attempts
         self._timeout = publish_timeout
         self._writers: dict[str, _SessionWriter] = {}
@@ -159,7 +161,7 @@ class Appender:
             futures.append(future)
             if writer.draining is None or writer.draining.done():
                 writer.draining = asyncio.create_task(self._drain(writer), name=f"append:{writer.session}")
-        return list(await asyncio.gather(*futures))
+        return [await future for future in futures]  # cheaper than gather: they resolve together
 
     def _writer(self, session: str) -> _SessionWriter:
         writer = self._writers.get(session)
@@ -192,7 +194,7 @@ class Appender:
             events: list[Event] = []
             try:
                 tail = writer.tail or await self._load_tail(writer)
-                events = self._build(requests, tail)
+                events = await self._sealer.seal(requests, tail.seq, tail.hash, tail.ts)
                 stream_seq = await self._publish(writer.subject, events, tail.stream_seq)
             except nats.js.errors.APIError as exc:
                 if exc.err_code != WRONG_LAST_SEQUENCE:
@@ -236,45 +238,6 @@ class Appender:
         writer.tail = tail
         return tail
 
-    def _build(self, requests: Sequence[AppendRequest], tail: _Tail) -> list[Event]:
-        events: list[Event] = []
-        prev_hash, floor_ts = tail.hash, tail.ts
-        for offset, request in enumerate(requests):
-            event = self._sign(request, tail.seq + 1 + offset, prev_hash, floor_ts)
-            events.append(event)
-            prev_hash, floor_ts = event.hash, event.ts
-        return events
-
-    def _sign(self, request: AppendRequest, seq: int, prev_hash: str | None, floor_ts: str) -> Event:
-        ts = max(utc_timestamp(), floor_ts)  # never earlier than the event it follows
-        body = canonical_bytes(
-            v=ENVELOPE_VERSION,
-            session=request.session,
-            seq=seq,
-            ts=ts,
-            type=request.type,
-            actor=request.actor,
-            payload=request.payload,
-            caused_by=request.caused_by,
-            prev_hash=prev_hash,
-        )
-        event_hash = hashlib.sha256(body).hexdigest()
-        event = Event(
-            v=ENVELOPE_VERSION,
-            session=request.session,
-            seq=seq,
-            ts=ts,
-            type=request.type,
-            actor=request.actor,
-            payload=request.payload,
-            caused_by=request.caused_by,
-            prev_hash=prev_hash,
-            hash=event_hash,
-            sig=self._signer.sign_hash(event_hash),
-            key_id=self._signer.key_id,
-        )
-        return event
-
     async def _publish(self, subject: str, events: list[Event], expected_subject_seq: int) -> int:
         """Publish one event, or several as one atomic batch; returns the stream seq of the last."""
         if len(events) == 1:
@@ -286,15 +249,23 @@ class Appender:
             return int(ack.seq)
         batch_id = events[0].hash[:32]
         last_index = len(events) - 1
-        for index, event in enumerate(events[:-1]):
-            headers = {
-                "Nats-Batch-Id": batch_id,
-                "Nats-Batch-Sequence": str(index + 1),
-                "Nats-Msg-Id": event.hash,
-            }
-            if index == 0:
-                headers["Nats-Expected-Last-Subject-Sequence"] = str(expected_subject_seq)
-            await self._client.publish(subject, encode_event(event), headers=headers)
+        first = [("Nats-Expected-Last-Subject-Sequence", str(expected_subject_seq))]
+        await publish_many(
+            self._client,
+            subject,
+            [
+                (
+                    [
+                        ("Nats-Batch-Id", batch_id),
+                        ("Nats-Batch-Sequence", str(index + 1)),
+                        ("Nats-Msg-Id", event.hash),
+                        *(first if index == 0 else ()),
+                    ],
+                    encode_event(event),
+                )
+                for index, event in enumerate(events[:-1])
+            ],
+        )
         commit = {
             "Nats-Batch-Id": batch_id,
             "Nats-Batch-Sequence": str(last_index + 1),
@@ -330,7 +301,7 @@ class Appender:
         for attempt in range(self._max_attempts):
             try:
                 tail = writer.tail or await self._load_tail(writer)
-                event = self._build([request], tail)[0]
+                (event,) = await self._sealer.seal([request], tail.seq, tail.hash, tail.ts)
                 headers = {"Nats-Msg-Id": msg_id, "Nats-Expected-Last-Subject-Sequence": str(tail.stream_seq)}
                 ack = await self._js.publish(writer.subject, encode_event(event), headers=headers)
             except nats.js.errors.APIError as exc:

@@ -60,6 +60,13 @@ def envelope_problem(event: Event) -> str | None:
 
 def check_next(event: Event, tip: ChainTip, keyring: Keyring) -> ChainTip:
     """Verify `event` as the successor of `tip`; return the new tip or raise ChainBreak."""
+    new_tip = check_link(event, tip)
+    check_self(event, keyring)
+    return new_tip
+
+
+def check_link(event: Event, tip: ChainTip) -> ChainTip:
+    """Only the linkage: seq continuity and prev_hash (for callers that checked the event itself already)."""
     expected = tip.seq + 1
     if event.seq != expected:
         raise ChainBreak(event.session, expected, f"expected seq {expected}, found seq {event.seq}")
@@ -69,7 +76,6 @@ def check_next(event: Event, tip: ChainTip, keyring: Keyring) -> ChainTip:
             event.seq,
             f"prev_hash {event.prev_hash} does not match hash {tip.hash} of seq {tip.seq}",
         )
-    check_self(event, keyring)
     return ChainTip(event.seq, event.hash)
 
 

@@ -10,8 +10,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import msgspec
+from nacl.bindings import crypto_sign, crypto_sign_open, crypto_sign_seed_keypair
 from nacl.exceptions import BadSignatureError
-from nacl.signing import SigningKey, VerifyKey
+from nacl.signing import SigningKey
 
 from eventloom.errors import SignatureError, UnknownKeyError
 
@@ -46,7 +47,7 @@ class Keyring:
 
     def __init__(self, keys: list[TrustedKey] | None = None) -> None:
         self._keys: dict[str, TrustedKey] = {}
-        self._verifiers: dict[str, VerifyKey] = {}
+        self._public: dict[str, bytes] = {}
         for key in keys or []:
             self.add(key)
 
@@ -55,7 +56,7 @@ class Keyring:
         if len(raw) != 32 or key_id_of(raw) != key.key_id:
             raise SignatureError(f"keyring: key {key.key_id} does not match its public key")
         self._keys[key.key_id] = key
-        self._verifiers[key.key_id] = VerifyKey(raw)
+        self._public[key.key_id] = raw
 
     def __contains__(self, key_id: object) -> bool:
         return key_id in self._keys
@@ -66,14 +67,14 @@ class Keyring:
 
     def verify(self, key_id: str, event_hash: str, sig: str) -> None:
         """Raise UnknownKeyError or SignatureError unless `sig` signs the 32 raw hash bytes."""
-        verifier = self._verifiers.get(key_id)
-        if verifier is None:
+        public_key = self._public.get(key_id)
+        if public_key is None:
             raise UnknownKeyError(key_id)
         try:
             raw = b64url_decode(sig)
             if len(raw) != 64 or b64url(raw) != sig:  # one event, one spelling of its signature
                 raise SignatureError("sig: not the unpadded base64url of a 64-byte Ed25519 signature")
-            verifier.verify(bytes.fromhex(event_hash), raw)
+            crypto_sign_open(raw + bytes.fromhex(event_hash), public_key)  # releases the GIL
         except (BadSignatureError, ValueError, binascii.Error):
             raise SignatureError(f"sig: signature does not verify with key {key_id}") from None
 
@@ -83,11 +84,19 @@ class Signer:
 
     def __init__(self, signing_key: SigningKey) -> None:
         self._key = signing_key
-        self.public_key = bytes(signing_key.verify_key)
+        self.public_key, self._secret = crypto_sign_seed_keypair(bytes(signing_key))
         self.key_id = key_id_of(self.public_key)
 
     def sign_hash(self, event_hash: str) -> str:
-        return b64url(self._key.sign(bytes.fromhex(event_hash)).signature)
+        return self.sign_digest(bytes.fromhex(event_hash))
+
+    def sign_digest(self, digest: bytes) -> str:
+        """Signature over the 32 raw hash bytes (libsodium directly: this is on every append's path)."""
+        return b64url(crypto_sign(digest, self._secret)[:64])
+
+    def sign_digests(self, digests: list[bytes]) -> list[str]:
+        secret = self._secret
+        return [b64url(crypto_sign(digest, secret)[:64]) for digest in digests]
 
 
 class KeyStore:

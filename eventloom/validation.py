@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any, Final
 
 import msgspec
@@ -70,29 +71,65 @@ def validate_payload_value(event_type: str, payload: object) -> dict[str, Any]:
 
 
 def _check_json_value(path: str, value: object, depth: int) -> None:
-    if depth > MAX_DEPTH:
-        raise EventValidationError(path, f"nested deeper than {MAX_DEPTH} levels")
-    if value is None or isinstance(value, bool):
+    """Walk a JSON tree without recursion; leaf checks are inlined because this runs on every append."""
+    stack: list[tuple[str, object, int]] = [(path, value, depth)]
+    while stack:
+        where, node, level = stack.pop()
+        if level > MAX_DEPTH:
+            raise EventValidationError(where, f"nested deeper than {MAX_DEPTH} levels")
+        if isinstance(node, dict):
+            items: Iterable[tuple[object, object]] = node.items()
+            for key, item in items:
+                if not isinstance(key, str):
+                    raise EventValidationError(where, f"object key {key!r} is not a string")
+                _check_string(f"{where}.{key}", key)
+                if not _leaf_ok(item):
+                    _push_or_fail(stack, f"{where}.{key}", item, level + 1)
+        elif isinstance(node, list):
+            for index, item in enumerate(node):
+                if not _leaf_ok(item):
+                    _push_or_fail(stack, f"{where}[{index}]", item, level + 1)
+        elif not _leaf_ok(node):
+            _push_or_fail(stack, where, node, level, leaf_only=True)
+
+
+def _leaf_ok(value: object) -> bool:
+    """True for a valid scalar; False for a container (to walk) or an invalid scalar (to report)."""
+    kind = type(value)
+    if kind is str:
+        text: str = value  # type: ignore[assignment]
+        return "\x00" not in text and (text.isascii() or _utf8_ok(text))
+    if kind is int:
+        return INT_MIN <= value <= INT_MAX  # type: ignore[operator]
+    if kind is float:
+        return math.isfinite(value)  # type: ignore[arg-type]
+    return value is None or kind is bool
+
+
+def _push_or_fail(
+    stack: list[tuple[str, object, int]], path: str, value: object, depth: int, *, leaf_only: bool = False
+) -> None:
+    if not leaf_only and isinstance(value, (dict, list)):
+        stack.append((path, value, depth))
         return
     if isinstance(value, str):
         _check_string(path, value)
+    elif isinstance(value, bool) or value is None:
+        return
     elif isinstance(value, int):
-        if not INT_MIN <= value <= INT_MAX:
-            raise EventValidationError(path, "integer outside the signed 64-bit range")
+        raise EventValidationError(path, "integer outside the signed 64-bit range")
     elif isinstance(value, float):
-        if not math.isfinite(value):
-            raise EventValidationError(path, "NaN and infinity are not valid JSON numbers")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise EventValidationError(path, f"object key {key!r} is not a string")
-            _check_string(f"{path}.{key}", key)
-            _check_json_value(f"{path}.{key}", item, depth + 1)
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            _check_json_value(f"{path}[{index}]", item, depth + 1)
-    else:
+        raise EventValidationError(path, "NaN and infinity are not valid JSON numbers")
+    elif not isinstance(value, (dict, list)):
         raise EventValidationError(path, f"{type(value).__name__} is not a JSON value")
+
+
+def _utf8_ok(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _check_string(path: str, value: str) -> None:

@@ -63,7 +63,7 @@ async def test_durable_consumer_fetches_acks_redelivers_and_replays(log: EventLo
     spec = ConsumerSpec(
         durable="probe", filter_subjects=log.layout.partition_subjects(), ack_wait_s=1.0, max_deliver=3
     )
-    consumer = DurableConsumer(log.client.jetstream(), log.layout.name, spec)
+    consumer = DurableConsumer(log.client, log.layout.name, spec)
     await consumer.open()
     first = await consumer.fetch(4, timeout=2)
     assert len(first) == 4
@@ -84,7 +84,7 @@ async def test_durable_consumer_fetches_acks_redelivers_and_replays(log: EventLo
     await consumer.close()
 
     replay = DurableConsumer(
-        log.client.jetstream(),
+        log.client,
         log.layout.name,
         ConsumerSpec(
             durable="replay",
@@ -101,7 +101,7 @@ async def test_durable_consumer_fetches_acks_redelivers_and_replays(log: EventLo
 async def test_unacked_messages_come_back_after_ack_wait(log: EventLog) -> None:
     await log.append("s", "note.added", "t", {})
     spec = ConsumerSpec(durable="slow", filter_subjects=log.layout.partition_subjects(), ack_wait_s=0.5)
-    consumer = DurableConsumer(log.client.jetstream(), log.layout.name, spec)
+    consumer = DurableConsumer(log.client, log.layout.name, spec)
     await consumer.open()
     (message,) = await consumer.fetch(1, timeout=2)
     await asyncio.sleep(0.8)

@@ -7,11 +7,12 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
+import msgspec
 import nats.errors
 import nats.js.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
-from nats.js import JetStreamContext
+from nats.aio.subscription import Subscription
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 
@@ -44,31 +45,87 @@ class ConsumerSpec:
         )
 
 
-async def fetch_batch(
-    subscription: JetStreamContext.PullSubscription, batch: int, timeout: float
-) -> list[Msg]:
-    """Up to `batch` messages; an empty list when none arrive in time.
+class _PullInbox:
+    """Pull requests published by hand onto one wildcard inbox; a callback collects what arrives.
 
-    nats-py raises TimeoutError on an empty fetch; this is the one place that quirk is absorbed.
+    nats-py's `fetch` builds a task, an id and a timeout per message, which costs more than verifying the
+    event; this keeps the per-message cost to a list append. Each request gets its own reply subject, so a
+    status that ends an older request (404 no messages, 408 expired, 409 ...) never ends the current wait.
     """
-    try:
-        messages: list[Msg] = await subscription.fetch(batch, timeout=timeout)
-    except (nats.errors.TimeoutError, TimeoutError):
-        return []
-    return messages
+
+    def __init__(self, client: Client, stream: str, durable: str) -> None:
+        self._client = client
+        self._api = f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{durable}"
+        self._prefix = client.new_inbox()
+        self._subscription: Subscription | None = None
+        self._buffer: list[Msg] = []
+        self._request = 0
+        self._wanted = 0
+        self._changed = asyncio.Event()
+        self._ended: set[int] = set()
+
+    async def open(self) -> None:
+        self._subscription = await self._client.subscribe(
+            f"{self._prefix}.*", cb=self._on_message, pending_msgs_limit=-1, pending_bytes_limit=-1
+        )
+
+    async def close(self) -> None:
+        subscription, self._subscription = self._subscription, None
+        if subscription is not None:
+            with contextlib.suppress(nats.errors.Error):
+                await subscription.unsubscribe()
+
+    async def _on_message(self, message: Msg) -> None:
+        status = message.headers.get("Status") if message.headers else None
+        if status is None:
+            self._buffer.append(message)
+        elif status == "100":
+            return  # heartbeat or flow control
+        else:
+            self._ended.add(int(message.subject.rsplit(".", 1)[-1]))
+        if len(self._buffer) >= self._wanted or status is not None:
+            self._changed.set()
+
+    async def fetch(self, batch: int, timeout: float) -> list[Msg]:
+        if not self._buffer:
+            await self._pull({"batch": batch, "no_wait": True}, batch, timeout=5.0)
+        if not self._buffer:
+            await self._pull({"batch": batch, "expires": int(timeout * 1e9)}, 1, timeout=timeout + 1.0)
+            await asyncio.sleep(0)  # let the rest of what is on the socket land
+        taken, self._buffer = self._buffer[:batch], self._buffer[batch:]
+        return taken
+
+    async def _pull(self, request: dict[str, object], wanted: int, timeout: float) -> None:
+        """Ask for messages; return when `wanted` are buffered or this request has ended."""
+        self._request += 1
+        number = self._request
+        self._wanted = wanted
+        self._changed.clear()
+        await self._client.publish(self._api, msgspec.json.encode(request), reply=f"{self._prefix}.{number}")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while len(self._buffer) < wanted and number not in self._ended:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            self._changed.clear()
+        self._ended.discard(number)
 
 
 class DurableConsumer:
     """A durable pull consumer bound to one stream: batch fetch, ack, redelivery, replay from a seq."""
 
-    def __init__(self, js: JetStreamContext, stream: str, spec: ConsumerSpec) -> None:
-        self._js = js
+    def __init__(self, client: Client, stream: str, spec: ConsumerSpec) -> None:
+        self._client = client
+        self._js = client.jetstream()
         self.stream = stream
         self.spec = spec
-        self._subscription: JetStreamContext.PullSubscription | None = None
+        self._inbox: _PullInbox | None = None
 
     async def open(self) -> None:
-        """Create the consumer if missing (or update its config), then bind a pull subscription."""
+        """Create the consumer if missing (or recreate it with new settings), then start pulling."""
         try:
             await self._js.add_consumer(self.stream, self.spec.config())
         except nats.js.errors.BadRequestError as exc:
@@ -76,22 +133,23 @@ class DurableConsumer:
                 raise
             await self._js.delete_consumer(self.stream, self.spec.durable)
             await self._js.add_consumer(self.stream, self.spec.config())
-        self._subscription = await self._js.pull_subscribe_bind(durable=self.spec.durable, stream=self.stream)
+        self._inbox = _PullInbox(self._client, self.stream, self.spec.durable)
+        await self._inbox.open()
 
     async def fetch(self, batch: int = 256, timeout: float = 1.0) -> list[Msg]:
-        if self._subscription is None:
+        """Up to `batch` messages; an empty list when none arrive within `timeout`."""
+        if self._inbox is None:
             raise RuntimeError("consumer is not open")
-        return await fetch_batch(self._subscription, batch, timeout)
+        return await self._inbox.fetch(batch, timeout)
 
     async def pending(self) -> int:
         info = await self._js.consumer_info(self.stream, self.spec.durable)
         return int(info.num_pending or 0) + int(info.num_ack_pending or 0)
 
     async def close(self) -> None:
-        subscription, self._subscription = self._subscription, None
-        if subscription is not None:
-            with contextlib.suppress(nats.errors.Error):  # closing or draining: the server drops it anyway
-                await subscription.unsubscribe()
+        inbox, self._inbox = self._inbox, None
+        if inbox is not None:
+            await inbox.close()
 
 
 async def read_stream(
@@ -118,20 +176,18 @@ async def read_stream(
         mem_storage=True,
     )
     info = await js.add_consumer(stream, config)
-    subscription = await js.pull_subscribe_bind(consumer=info.name, stream=stream)
+    inbox = _PullInbox(client, stream, info.name)
+    await inbox.open()
     try:
         remaining = int(info.num_pending or 0)
         while follow or remaining > 0:
-            messages = await fetch_batch(subscription, batch, idle_timeout)
+            messages = await inbox.fetch(batch, idle_timeout)
             if not messages and not follow:
                 return
             for message in messages:
                 remaining = int(message.metadata.num_pending)
                 yield message
-            if not messages:
-                await asyncio.sleep(0)
     finally:
-        with contextlib.suppress(nats.errors.Error):
-            await subscription.unsubscribe()
+        await inbox.close()
         with contextlib.suppress(nats.errors.Error, nats.js.errors.Error):
             await js.delete_consumer(stream, info.name)  # otherwise it expires after inactive_threshold

@@ -14,7 +14,8 @@ from nats.js.api import AckPolicy
 
 from eventloom.bus.consumer import ConsumerSpec, DurableConsumer, read_stream
 from eventloom.bus.stream import StreamLayout, subject_counts
-from eventloom.chain import GENESIS, ChainBreak, ChainTip, check_next
+from eventloom.chain import GENESIS, ChainBreak, ChainTip, check_link
+from eventloom.checks import EventChecker
 from eventloom.dlq import DeadLetter, dead_letter
 from eventloom.event import Event, decode_event, encode_event
 from eventloom.keys import Keyring, KeyStore
@@ -67,7 +68,7 @@ class LedgerMirror:
         self._ledger_dir = ledger_dir
         self._batch = batch
         self._consumer = DurableConsumer(
-            client.jetstream(),
+            client,
             layout.name,
             ConsumerSpec(
                 durable=consumer,
@@ -83,6 +84,7 @@ class LedgerMirror:
         self._keyring = Keyring()
         self.stats = MirrorStats()
         self.ready = asyncio.Event()
+        self._checker = EventChecker()
 
     async def start(self) -> None:
         """Repair torn tails, load every session's tip, refetch what the files lack, open the consumer."""
@@ -144,27 +146,32 @@ class LedgerMirror:
 
     def _write_verified(self, incoming: list[_Incoming]) -> list[_Incoming]:
         """Runs in a worker thread: the tips are only touched here while it runs."""
-        failures: list[_Incoming] = []
+        failures = [item for item in incoming if item.event is None or item.malformed is not None]
+        candidates = [item for item in incoming if item.event is not None and item.malformed is None]
+        self_checks = self._checker.check_all(
+            [item.event for item in candidates if item.event], self._keyring
+        )
         pending: dict[str, list[bytes]] = {}
-        for item in incoming:
+        for item, self_break in zip(candidates, self_checks, strict=True):
             event = item.event
-            if event is None or item.malformed is not None:
-                failures.append(item)
-                continue
+            assert event is not None
             tip = self._tips.get(event.session, GENESIS)
             if event.seq < tip.seq or (event.seq == tip.seq and event.hash == tip.hash):
                 continue  # already in the ledger: a redelivery
-            if event.seq == tip.seq:
-                item.error = f"fork: the ledger holds a different event at seq {tip.seq}"
-                failures.append(item)
-                continue
             try:
-                self._tips[event.session] = check_next(event, tip, self._keyring)
+                if event.seq == tip.seq:
+                    raise ChainBreak(
+                        event.session, event.seq, f"fork: the ledger holds another event at seq {tip.seq}"
+                    )
+                new_tip = check_link(event, tip)
+                if self_break is not None:
+                    raise self_break
             except ChainBreak as exc:
                 item.error, item.unknown_key = exc.reason, exc.unknown_key
                 failures.append(item)
                 continue
-            pending.setdefault(event.session, []).append(encode_event(event))
+            self._tips[event.session] = new_tip
+            pending.setdefault(event.session, []).append(item.message.data)
         for session, lines in pending.items():
             self._writer.write(session, lines)
             self.stats.written += len(lines)
