@@ -30,7 +30,6 @@ import contextlib
 import os
 import platform
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -54,8 +53,9 @@ from eventloom.event import ENVELOPE_VERSION, Event, encode_event, utc_timestamp
 from eventloom.ledger.files import ledger_path
 from eventloom.ledger.mirror import MIRROR_CONSUMER
 from eventloom.log import EventLog
-from eventloom.runtime import read_runtime
+from eventloom.runtime import RuntimeInfo
 from eventloom.settings import Settings
+from gateway.node_process import NodeProcess
 
 RAW_STREAM = "BENCHRAW"
 RAW_SUBJECT_ROOT = "benchraw"
@@ -141,56 +141,6 @@ def chunks(items: list[AppendRequest], size: int) -> Iterator[list[AppendRequest
 
 
 # ---------------------------------------------------------------------------------------------- the node
-
-
-class NodeProcess:
-    """`python -m gateway --data-dir <dir> up` in its own process, so the mirror runs apart from us."""
-
-    def __init__(self, data_dir: Path, nats_url: str | None, sync: str) -> None:
-        self.data_dir = data_dir
-        self.nats_url = nats_url
-        self.sync = sync
-        self.process: subprocess.Popen[bytes] | None = None
-        self.nats_pid: int | None = None
-        self.log_path = data_dir / "node.log"
-
-    def start(self) -> str:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("EVENTLOOM_")}
-        env["EVENTLOOM_SYNC"] = self.sync
-        if self.nats_url:
-            env["EVENTLOOM_NATS_URL"] = self.nats_url
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "gateway", "--data-dir", str(self.data_dir), "up"],
-                stdout=log,
-                stderr=log,
-                stdin=subprocess.DEVNULL,
-                env=env,
-            )
-        runtime_file = Settings(data_dir=self.data_dir).runtime_file
-        deadline = time.monotonic() + NODE_START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            info = read_runtime(runtime_file)
-            if info is not None and info.pid == self.process.pid:
-                self.nats_pid = info.nats_pid
-                return info.nats_url
-            if self.process.poll() is not None:
-                raise SystemExit(f"node exited with {self.process.returncode}; see {self.log_path}")
-            time.sleep(0.05)
-        self.stop()
-        raise SystemExit(f"node did not become ready within {NODE_START_TIMEOUT_S:.0f}s; see {self.log_path}")
-
-    def stop(self) -> int | None:
-        process = self.process
-        if process is None or process.poll() is not None:
-            return process.returncode if process else None
-        process.send_signal(signal.SIGTERM)
-        try:
-            return process.wait(timeout=NODE_STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            return process.wait()
 
 
 # ---------------------------------------------------------------------------------------------- phases
@@ -311,8 +261,8 @@ def ledger_lines(ledger_dir: Path, sessions: list[str]) -> dict[str, int]:
 class CpuMeter:
     """CPU seconds (user + system) used by this process, the node process and nats-server, per phase."""
 
-    def __init__(self, node: NodeProcess) -> None:
-        self._pids = {"node": node.process.pid if node.process else None, "nats_server": node.nats_pid}
+    def __init__(self, node: RuntimeInfo) -> None:
+        self._pids = {"node": node.pid, "nats_server": node.nats_pid}
         self._start: dict[str, float] = {}
         self._wall = 0.0
 
@@ -368,16 +318,16 @@ def server_binary_version() -> str:
 
 
 async def bench(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
-    node = NodeProcess(data_dir, args.nats_url, args.sync)
+    node = NodeProcess(Settings(data_dir=data_dir, nats_url=args.nats_url, sync=args.sync))
     console.print(f"starting node in {data_dir}")
-    url = node.start()
+    info = node.start(timeout=NODE_START_TIMEOUT_S)
     try:
-        return await _bench(args, data_dir, url, node)
+        return await _bench(args, data_dir, info.nats_url, info)
     finally:
-        node.stop()
+        node.stop(timeout=NODE_STOP_TIMEOUT_S)
 
 
-async def _bench(args: argparse.Namespace, data_dir: Path, url: str, node: NodeProcess) -> dict[str, Any]:
+async def _bench(args: argparse.Namespace, data_dir: Path, url: str, node: RuntimeInfo) -> dict[str, Any]:
     load_at_start = round(os.getloadavg()[0], 2)
     run_id = datetime.now(UTC).strftime("%H%M%S") + f"{os.getpid() % 1000:03d}"
     sessions = session_names(run_id, args.sessions)

@@ -58,6 +58,19 @@ class Settings:
             replicas=_env_int("EVENTLOOM_REPLICAS", 1),
         )
 
+    def to_env(self) -> dict[str, str]:
+        """These settings as the `EVENTLOOM_*` variables `from_env` reads (for child processes)."""
+        env = {
+            "EVENTLOOM_DATA_DIR": str(self.data_dir),
+            "EVENTLOOM_PARTITIONS": str(self.partitions),
+            "EVENTLOOM_SYNC": self.sync,
+            "EVENTLOOM_DUPLICATE_WINDOW_S": str(int(self.duplicate_window_s)),
+            "EVENTLOOM_REPLICAS": str(self.replicas),
+        }
+        if self.nats_url:
+            env["EVENTLOOM_NATS_URL"] = self.nats_url
+        return env
+
     @property
     def ledger_dir(self) -> Path:
         return self.data_dir / "ledger"

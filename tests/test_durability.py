@@ -27,8 +27,9 @@ from eventloom.event import Event, decode_event
 from eventloom.keys import KeyStore
 from eventloom.ledger.files import iter_lines, ledger_path, read_tip
 from eventloom.log import EventLog
-from eventloom.runtime import RuntimeInfo, read_runtime
+from eventloom.runtime import RuntimeInfo
 from eventloom.settings import Settings
+from gateway.node_process import NodeProcess
 from tests.conftest import REPO, run_cli
 
 pytestmark = pytest.mark.slow
@@ -97,74 +98,30 @@ def _node_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("EVENTLOOM_")}
 
 
-class NodeProcess:
-    """`python -m gateway --data-dir D up` as a real child process that can be killed with SIGKILL."""
+class CrashableNode(NodeProcess):
+    """The shared node process, plus what a crash test needs: its nats-server children and their cleanup."""
 
     def __init__(self, data_dir: Path, log_path: Path, sync: str) -> None:
-        self.data_dir = data_dir
-        self.log_path = log_path
-        self.sync = sync
-        self.process: subprocess.Popen[bytes] | None = None
+        super().__init__(Settings(data_dir=data_dir, sync=sync), log_path=log_path)
         self.nats_pids: set[int] = set()  # every embedded nats-server seen, for cleanup
 
-    @property
-    def pid(self) -> int:
-        assert self.process is not None
-        return self.process.pid
-
     def start(self, timeout: float = 30.0) -> RuntimeInfo:
-        data_dir = str(self.data_dir)
-        command = [sys.executable, "-m", "gateway", "--data-dir", data_dir, "up", "--sync", self.sync]
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(
-                command,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=_node_env(),
-                cwd=REPO,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            info = read_runtime(self.data_dir / "runtime.json")
-            if info is not None and info.pid == self.process.pid:
-                if info.nats_pid is not None:
-                    self.nats_pids.add(info.nats_pid)
-                return info
-            if self.process.poll() is not None:
-                raise AssertionError(f"node exited with {self.process.returncode}:\n{self.log_tail()}")
-            time.sleep(0.05)
-        raise AssertionError(f"node did not become ready within {timeout:.0f}s:\n{self.log_tail()}")
+        info = super().start(timeout)
+        if info.nats_pid is not None:
+            self.nats_pids.add(info.nats_pid)
+        return info
 
     def nats_children(self) -> list[int]:
         pids = [p for p in _children(self.pid) if "nats-server" in _cmdline(p) and not _dead(p)]
         self.nats_pids.update(pids)
         return pids
 
-    def kill9(self) -> None:
-        assert self.process is not None
-        os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait()  # reap it, or its pid stays "alive" and `up` refuses to start again
-
-    def stop(self) -> None:
-        process = self.process
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    def stop(self, timeout: float = 20.0) -> int | None:
+        code = super().stop(timeout)
         for pid in self.nats_pids:  # they die with the node (PR_SET_PDEATHSIG); make sure of it
-            if not _dead(pid) and str(self.data_dir) in _cmdline(pid):
+            if not _dead(pid) and str(self.settings.data_dir) in _cmdline(pid):
                 os.kill(pid, signal.SIGKILL)
-
-    def log_tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no node log)"
+        return code
 
 
 class IdleConnection:
@@ -265,14 +222,14 @@ class ClientProcess:
 class Harness:
     root: Path
     data_dir: Path
-    node: NodeProcess
+    node: CrashableNode
 
 
 @pytest.fixture
 def harness(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Harness]:
     sync = getattr(request, "param", "default")
     data_dir = tmp_path / "data"
-    node = NodeProcess(data_dir, tmp_path / "node.log", sync)
+    node = CrashableNode(data_dir, tmp_path / "node.log", sync)
     try:
         yield Harness(tmp_path, data_dir, node)
     finally:
@@ -364,7 +321,7 @@ def test_kill_9_node_while_appending(harness: Harness) -> None:
         client.wait_for_acks(KILL_AFTER_ACKS, timeout=45)
         killed = time.monotonic()
         timings["killed_at_s"] = round(killed - started, 2)
-        h.node.kill9()
+        h.node.kill()
         acked_at_kill = client.acked_count()
         assert acked_at_kill < EVENTS, "the client finished before the crash; nothing was tested"
         assert info.nats_pid is not None

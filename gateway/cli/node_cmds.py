@@ -7,8 +7,6 @@ import contextlib
 import logging
 import os
 import signal
-import subprocess
-import sys
 import time
 from typing import Annotated, Any
 
@@ -17,11 +15,13 @@ from rich.table import Table
 
 from eventloom.bus.connection import connect
 from eventloom.bus.stream import DLQ_STREAM, describe_stream, jetstream_api
+from eventloom.errors import EventloomError
 from eventloom.ledger.files import ledger_path, ledger_sessions, read_tip
 from eventloom.runtime import read_runtime, resolve_nats_url
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, console, fail, print_json, run, settings_of
 from gateway.node import Node
+from gateway.node_process import NodeProcess
 
 _START_TIMEOUT_S = 30.0
 
@@ -71,29 +71,11 @@ async def _run_node(settings: Settings) -> None:
 
 
 def _start_detached(settings: Settings) -> None:
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    log_path = settings.data_dir / "node.log"
-    env = {**os.environ, "EVENTLOOM_SYNC": settings.sync}
-    with open(log_path, "ab") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gateway", "--data-dir", str(settings.data_dir), "up"],
-            stdout=log,
-            stderr=log,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            env=env,
-        )
-    deadline = time.monotonic() + _START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        info = read_runtime(settings.runtime_file)
-        if info is not None and info.pid == process.pid:
-            console.print(f"eventloom node started in the background: pid {info.pid}, {info.nats_url}")
-            return
-        if process.poll() is not None:
-            fail(f"node exited with {process.returncode}; see {log_path}")
-        time.sleep(0.1)
-    process.terminate()
-    fail(f"node did not become ready within {_START_TIMEOUT_S:.0f}s; see {log_path}")
+    try:
+        info = NodeProcess(settings).start(timeout=_START_TIMEOUT_S)
+    except EventloomError as exc:
+        fail(f"{exc}\n(full log: {settings.data_dir / 'node.log'})")
+    console.print(f"eventloom node started in the background: pid {info.pid}, {info.nats_url}")
 
 
 def down(ctx: typer.Context) -> None:
