@@ -38,3 +38,7 @@ class BusUnavailableError(EventloomError):
 
 class NodeNotRunningError(EventloomError):
     """No NATS server could be reached for this data directory."""
+
+
+class ReadModelUnavailableError(EventloomError):
+    """A read model's store is down (e.g. Neo4j restarting): consumers pause instead of dead-lettering."""

@@ -42,3 +42,30 @@ async def _get(client: Client, stream: str, request: dict[str, object]) -> Store
         raise EventloomError(f"stream {stream}: {error.get('description')}")
     message = response["message"]
     return StoredEvent(decode_event(base64.b64decode(message["data"])), int(message["seq"]))
+
+
+async def event_by_seq(client: Client, layout: StreamLayout, session: str, seq: int) -> StoredEvent | None:
+    """The session's event at event seq `seq`, found by binary search over stream sequences.
+
+    A session's events are stored in seq order on one subject, so `next_by_subj` probes (the first message
+    on the subject at or after a stream sequence) find any event in O(log stream length) requests.
+    """
+    last = await last_event(client, layout, session)
+    if last is None or seq < 1 or seq > last.event.seq:
+        return None
+    if seq == last.event.seq:
+        return last
+    subject = layout.subject_for(session)
+    low, high = 1, last.stream_seq
+    while low <= high:
+        middle = (low + high) // 2
+        probe = await _get(client, layout.name, {"seq": middle, "next_by_subj": subject})
+        if probe is None:
+            high = middle - 1
+        elif probe.event.seq == seq:
+            return probe
+        elif probe.event.seq < seq:
+            low = probe.stream_seq + 1
+        else:
+            high = middle - 1
+    return None

@@ -16,6 +16,7 @@ from eventloom.event import Event
 from eventloom.keys import KeyStore
 from eventloom.log import EventLog
 from eventloom.settings import Settings
+from eventloom.tail import event_by_seq
 
 pytestmark = pytest.mark.anyio
 HERE = Path(__file__).resolve().parent
@@ -164,3 +165,17 @@ async def test_timestamps_never_go_backwards_within_a_session(log: EventLog) -> 
     )
     assert [e.ts for e in events] == sorted(e.ts for e in events)
     assert all(e.ts.endswith("Z") and len(e.ts) == 27 for e in events)
+
+
+async def test_event_by_seq_finds_any_event_of_a_session(log: EventLog) -> None:
+    events = await log.append_many(
+        [
+            AppendRequest(session=f"s{n % 3}", type="note.added", actor="t", payload={"n": n})
+            for n in range(90)
+        ]
+    )
+    for event in events[::7]:
+        found = await event_by_seq(log.client, log.layout, event.session, event.seq)
+        assert found is not None and found.event == event
+    assert await event_by_seq(log.client, log.layout, "s0", 31) is None
+    assert await event_by_seq(log.client, log.layout, "nobody", 1) is None

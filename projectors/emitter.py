@@ -1,0 +1,118 @@
+"""Running a producer: derive, check citations, and append each derived event once, ever.
+
+A producer runs through the same runner as a projector (`ProducerProjection` is a Projector whose "read
+model" is the log itself), so retries, dead letters, ordering and partitions work the same way.
+
+Once-ever emission uses a create-only fence per derivation in the `EVENTLOOM_FENCES` KV bucket:
+`pending:<T>` is written before the append (T = the target session's last stream seq) and `done:<S>`
+after it. A crash in between leaves `pending:<T>`; the retry then scans only the target session's events
+after T for the derived event, so it is never appended twice, however long the restart takes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Final
+
+import msgspec
+import nats.js.errors
+from nats.js.kv import KeyValue
+
+from eventloom.bus.consumer import read_stream
+from eventloom.event import Event, decode_event
+from eventloom.log import EventLog
+from eventloom.tail import event_by_seq, last_event
+from projectors.protocol import DerivedEvent, Producer
+
+FENCE_BUCKET: Final = "EVENTLOOM_FENCES"
+
+
+class ProducerProjection:
+    """Adapts a `Producer` to the `Projector` protocol for the runner."""
+
+    def __init__(self, producer: Producer, log: EventLog) -> None:
+        self.name = producer.name
+        self._producer = producer
+        self._log = log
+        self._fences: KeyValue | None = None
+        self.emitted = 0
+        self.skipped_citations = 0
+
+    async def open(self) -> None:
+        js = self._log.client.jetstream()
+        self._fences = await js.create_key_value(bucket=FENCE_BUCKET, history=1)
+
+    async def applied_seqs(self, sessions: Sequence[str]) -> dict[str, int]:
+        return {}  # fences, not checkpoints, make emission exactly-once
+
+    async def apply(self, events: Sequence[Event]) -> None:
+        for event in events:
+            for index, derived in enumerate(self._producer.derive(event)):
+                await self._emit_once(event, derived, index)
+
+    async def close(self) -> None:
+        self._fences = None
+
+    async def _emit_once(self, source: Event, derived: DerivedEvent, index: int) -> None:
+        assert self._fences is not None
+        if not await self._citations_hold(derived):
+            self.skipped_citations += 1
+            return
+        session = derived.session or source.session
+        token = f"{source.hash}:{derived.key or index}".encode()
+        fence = f"{self.name}.{hashlib.sha256(token).hexdigest()[:48]}"
+        state = await _fence_state(self._fences, fence)
+        if state.startswith("done:"):
+            return
+        if state.startswith("pending:"):
+            if await self._already_appended(session, int(state.split(":", 1)[1]), source, derived):
+                await self._fences.put(fence, b"done:found")
+                return
+        else:
+            tail = await last_event(self._log.client, self._log.layout, session)
+            try:
+                await self._fences.create(fence, f"pending:{tail.stream_seq if tail else 0}".encode())
+            except nats.js.errors.KeyWrongLastSequenceError:
+                return await self._emit_once(source, derived, index)  # another worker fenced it first
+        event = await self._log.append(
+            session,
+            derived.type,
+            derived.actor or f"producer:{self.name}",
+            derived.payload,
+            caused_by=[source.hash],
+        )
+        await self._fences.put(fence, f"done:{event.seq}".encode())
+        self.emitted += 1
+
+    async def _citations_hold(self, derived: DerivedEvent) -> bool:
+        for cited in derived.requires:
+            found = await event_by_seq(self._log.client, self._log.layout, cited.session, cited.seq)
+            if found is None or found.event.hash != cited.hash:
+                return False
+        return True
+
+    async def _already_appended(self, session: str, after: int, source: Event, derived: DerivedEvent) -> bool:
+        subject = self._log.layout.subject_for(session)
+        async for message in read_stream(
+            self._log.client, self._log.layout.name, [subject], start_stream_seq=after + 1
+        ):
+            try:
+                candidate = decode_event(message.data)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue
+            if (
+                source.hash in candidate.caused_by
+                and candidate.type == derived.type
+                and candidate.payload == derived.payload
+            ):
+                return True
+        return False
+
+
+async def _fence_state(fences: KeyValue, key: str) -> str:
+    try:
+        entry = await fences.get(key)
+    except nats.js.errors.KeyNotFoundError:
+        return ""
+    return (entry.value or b"").decode()

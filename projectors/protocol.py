@@ -1,0 +1,73 @@
+"""The plug-in contracts: a `Projector` builds a read model; a `Producer` derives new events.
+
+Both are small on purpose. The runtime (`projectors.runtime`) owns everything else: the durable consumer,
+batching, ordering per session, retries, dead letters, checkpoints and the fences that make a derived event
+appear once, ever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import msgspec
+
+from eventloom.event import Event
+
+
+@runtime_checkable
+class Projector(Protocol):
+    """Applies events to a read model, exactly once in effect.
+
+    `apply` receives a batch in stream order (so in seq order within each session), never an event at or
+    below the seq `applied_seqs` reports for its session. It must record the new applied seq per session in
+    the same write (transaction) as the projection itself: that is what makes redelivery harmless.
+    """
+
+    name: str
+
+    async def open(self) -> None: ...
+
+    async def applied_seqs(self, sessions: Sequence[str]) -> dict[str, int]:
+        """The last applied seq of each given session (absent or 0: nothing applied yet)."""
+        ...
+
+    async def apply(self, events: Sequence[Event]) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class CitedEvent(msgspec.Struct, frozen=True):
+    """An event a derivation relies on: it must exist at `seq` in `session` with exactly this hash."""
+
+    session: str
+    seq: int
+    hash: str
+
+
+class DerivedEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """What a producer asks the runtime to append; `caused_by` gets the source event's hash added.
+
+    `requires` lists cited events the runtime checks against the log before appending: if one is missing
+    or its hash differs, nothing is emitted. That keeps `derive` pure while citations stay honest.
+    """
+
+    type: str
+    payload: dict[str, Any]
+    session: str | None = None  # default: the source event's session
+    actor: str | None = None  # default: "producer:<name>"
+    key: str = ""  # distinguishes several derivations from one source event
+    requires: list[CitedEvent] = msgspec.field(default_factory=list)
+
+
+@runtime_checkable
+class Producer(Protocol):
+    """Derives new events from one event: pure, deterministic, no I/O.
+
+    The runtime appends what `derive` returns with `caused_by=[source hash]` and fences each derivation so
+    it is emitted once, ever, even across restarts. Replays and rebuilds never call producers.
+    """
+
+    name: str
+
+    def derive(self, event: Event) -> list[DerivedEvent]: ...

@@ -1,0 +1,212 @@
+"""Running a projector: one durable pull consumer, batched apply, ordered per session, exactly-once effects.
+
+Delivery is at-least-once; the projector records the applied seq per session in the same write as the
+projection and the runner skips anything at or below it, so effects happen once. An event that keeps
+failing is dead-lettered with the projector, the attempts and the error, and the consumer goes on; until
+then the rest of its session waits behind it, so a session is never applied out of order. A read model
+that is down (ReadModelUnavailableError) pauses the runner: nothing is acknowledged or dead-lettered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import msgspec
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+
+from eventloom.bus.consumer import ConsumerSpec, DurableConsumer
+from eventloom.bus.stream import StreamLayout
+from eventloom.dlq import DeadLetter, dead_letter
+from eventloom.errors import ReadModelUnavailableError
+from eventloom.event import Event, decode_event
+from projectors.partitions import consumer_name
+from projectors.protocol import Projector
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RunnerOptions:
+    batch: int = 500
+    max_deliver: int = 5
+    backoff_s: Sequence[float] = (0.5, 2.0, 10.0, 30.0)
+    fetch_timeout_s: float = 0.5
+    ack_wait_s: float = 60.0
+    unavailable_retry_s: Sequence[float] = (0.5, 1.0, 2.0, 5.0)
+
+
+@dataclass
+class RunnerStats:
+    applied: int = 0
+    skipped: int = 0
+    dead_lettered: int = 0
+    batches: int = 0
+    paused_s: float = 0.0
+    started_at: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class _Item:
+    message: Msg
+    event: Event
+
+
+class ProjectorRunner:
+    """Feeds a `Projector` from the stream until `stop` is set; finishes the batch in hand before stopping."""
+
+    def __init__(
+        self,
+        client: Client,
+        layout: StreamLayout,
+        projector: Projector,
+        *,
+        partitions: list[int] | None = None,
+        options: RunnerOptions | None = None,
+        role: str = "projector",
+    ) -> None:
+        self._client = client
+        self._projector = projector
+        self.options = options or RunnerOptions()
+        self.consumer = consumer_name(role, projector.name, partitions)
+        self._consumer = DurableConsumer(
+            client,
+            layout.name,
+            ConsumerSpec(
+                durable=self.consumer,
+                filter_subjects=layout.partition_subjects(partitions),
+                ack_wait_s=self.options.ack_wait_s,
+                max_deliver=-1,  # the runner counts attempts and dead-letters itself
+            ),
+        )
+        self._blocked: dict[str, int] = {}  # session -> seq of the event its session waits behind
+        self.stats = RunnerStats()
+        self.ready = asyncio.Event()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await self._projector.open()
+        await self._consumer.open()
+        self.ready.set()
+        try:
+            while not stop.is_set():
+                messages = await self._consumer.fetch(
+                    self.options.batch, timeout=self.options.fetch_timeout_s
+                )
+                if messages:
+                    await self.process(messages)
+        finally:
+            self.ready.clear()
+            await self._consumer.close()
+            await self._projector.close()
+
+    async def process(self, messages: list[Msg]) -> None:
+        """Apply one fetched batch, then acknowledge what was applied or skipped."""
+        self.stats.batches += 1
+        items: list[_Item] = []
+        for message in messages:
+            try:
+                items.append(_Item(message, decode_event(message.data)))
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                await self._dead_letter(message, None, f"not a valid event: {exc}")
+        applied = await self._applied_seqs(items)
+        ready: list[_Item] = []
+        for item in items:
+            event = item.event
+            if event.seq <= applied.get(event.session, 0):
+                self.stats.skipped += 1
+                await item.message.ack()
+            elif self._waits_behind_blocker(event):
+                await item.message.nak(delay=self.options.backoff_s[0])
+            else:
+                ready.append(item)
+        if not ready:
+            return
+        try:
+            await self._with_store(lambda: self._projector.apply([i.event for i in ready]))
+        except Exception:
+            await self._apply_one_by_one(ready)
+            return
+        for item in ready:
+            self._blocked.pop(item.event.session, None)
+            await item.message.ack()
+        self.stats.applied += len(ready)
+
+    async def _applied_seqs(self, items: list[_Item]) -> dict[str, int]:
+        sessions = sorted({item.event.session for item in items})
+        return await self._with_store(lambda: self._projector.applied_seqs(sessions))
+
+    def _waits_behind_blocker(self, event: Event) -> bool:
+        blocker = self._blocked.get(event.session)
+        return blocker is not None and event.seq != blocker
+
+    async def _apply_one_by_one(self, items: list[_Item]) -> None:
+        for item in items:
+            event = item.event
+            if self._waits_behind_blocker(event):
+                await item.message.nak(delay=self.options.backoff_s[0])
+                continue
+            try:
+                await self._with_store(lambda event=event: self._projector.apply([event]))  # type: ignore[misc]
+            except Exception as exc:
+                await self._failed(item, exc)
+                continue
+            self._blocked.pop(event.session, None)
+            self.stats.applied += 1
+            await item.message.ack()
+
+    async def _failed(self, item: _Item, error: Exception) -> None:
+        attempts = item.message.metadata.num_delivered or 1
+        event = item.event
+        if attempts >= self.options.max_deliver:
+            self._blocked.pop(event.session, None)
+            await self._dead_letter(item.message, event, f"{type(error).__name__}: {error}", attempts)
+            return
+        self._blocked[event.session] = event.seq
+        delay = self.options.backoff_s[min(attempts - 1, len(self.options.backoff_s) - 1)]
+        log.warning(
+            "%s: %s#%s failed (attempt %s), retrying in %ss: %s",
+            self.consumer,
+            event.session,
+            event.seq,
+            attempts,
+            delay,
+            error,
+        )
+        await item.message.nak(delay=delay)
+
+    async def _with_store(self, call: Callable[[], Awaitable[T]]) -> T:
+        """Retry while the read model is unavailable: pause, never ack, never dead-letter."""
+        waits = self.options.unavailable_retry_s
+        attempt = 0
+        while True:
+            try:
+                return await call()
+            except ReadModelUnavailableError as exc:
+                wait = waits[min(attempt, len(waits) - 1)]
+                log.warning("%s: read model unavailable (%s); pausing %.1fs", self.consumer, exc, wait)
+                self.stats.paused_s += wait
+                attempt += 1
+                await asyncio.sleep(wait)
+
+    async def _dead_letter(self, message: Msg, event: Event | None, error: str, attempts: int = 1) -> None:
+        self.stats.dead_lettered += 1
+        await dead_letter(
+            self._client,
+            DeadLetter(
+                consumer=self.consumer,
+                stream_seq=message.metadata.sequence.stream,
+                subject=message.subject,
+                error=error,
+                attempts=attempts,
+                session=event.session if event else None,
+                seq=event.seq if event else None,
+                data=message.data.decode("utf-8", "replace"),
+            ),
+        )
+        await message.ack()

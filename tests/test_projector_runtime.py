@@ -1,0 +1,206 @@
+"""The consumer runtime with a real third-party plug-in installed through its entry points."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from eventloom.appender import AppendRequest
+from eventloom.dlq import list_dead_letters
+from eventloom.log import EventLog
+from eventloom.settings import Settings
+from projectors.emitter import ProducerProjection
+from projectors.partitions import parse_partitions
+from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available, load_producer, load_projector
+from projectors.protocol import Projector
+from projectors.runtime import ProjectorRunner, RunnerOptions
+from tests.plugin_support import install_sample_plugin
+
+pytestmark = pytest.mark.anyio
+FAST = RunnerOptions(batch=50, max_deliver=3, backoff_s=(0.05, 0.1), fetch_timeout_s=0.2)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def sample_plugin() -> Iterator[None]:
+    install_sample_plugin()
+    yield
+
+
+@contextlib.asynccontextmanager
+async def running(log: EventLog, projector: Projector, **kwargs: object) -> AsyncIterator[ProjectorRunner]:
+    runner = ProjectorRunner(log.client, log.layout, projector, options=FAST, **kwargs)  # type: ignore[arg-type]
+    stop = asyncio.Event()
+    task = asyncio.create_task(runner.run(stop))
+    await asyncio.wait_for(runner.ready.wait(), 15)
+    try:
+        yield runner
+    finally:
+        stop.set()
+        await task
+
+
+async def drained(log: EventLog, runner: ProjectorRunner, timeout: float = 20) -> None:
+    js = log.client.jetstream()
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        info = await js.consumer_info(log.layout.name, runner.consumer)
+        if not info.num_pending and not info.num_ack_pending:
+            return
+        assert asyncio.get_running_loop().time() < deadline, f"{runner.consumer} did not drain: {info}"
+        await asyncio.sleep(0.05)
+
+
+def counts(settings: Settings, name: str = "type-counts") -> dict[tuple[str, str], int]:
+    path = settings.data_dir / "readmodels" / name / "counts.sqlite3"
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return {(s, t): n for s, t, n in db.execute("SELECT session, type, n FROM counts")}
+
+
+async def append_notes(log: EventLog, sessions: int, per_session: int, type: str = "note.added") -> None:
+    await log.append_many(
+        [
+            AppendRequest(session=f"s{n % sessions}", type=type, actor="t", payload={"n": n})
+            for n in range(sessions * per_session)
+        ]
+    )
+
+
+def test_the_sample_plugin_is_found_through_its_entry_points(settings: Settings) -> None:
+    assert "type-counts" in available(PROJECTORS_GROUP)
+    assert "echo" in available(PRODUCERS_GROUP)
+    assert isinstance(load_projector("type-counts", settings), Projector)
+    assert load_producer("echo", settings).name == "echo"
+
+
+async def test_plugin_projector_runs_survives_restart_and_redelivery_without_double_effects(
+    log: EventLog, settings: Settings
+) -> None:
+    await append_notes(log, sessions=3, per_session=20)
+    async with running(log, load_projector("type-counts", settings)) as runner:
+        await drained(log, runner)
+    assert counts(settings) == {(f"s{i}", "note.added"): 20 for i in range(3)}
+
+    await append_notes(log, sessions=3, per_session=5)
+    async with running(log, load_projector("type-counts", settings)) as runner:  # a restart picks up the rest
+        await drained(log, runner)
+    assert counts(settings) == {(f"s{i}", "note.added"): 25 for i in range(3)}
+
+    await log.client.jetstream().delete_consumer(
+        log.layout.name, runner.consumer
+    )  # everything is redelivered
+    async with running(log, load_projector("type-counts", settings)) as runner:
+        await drained(log, runner)
+        assert runner.stats.skipped == 75 and runner.stats.applied == 0
+    assert counts(settings) == {(f"s{i}", "note.added"): 25 for i in range(3)}
+
+
+async def test_plugin_projector_rebuilds_from_stream_sequence_one(
+    log: EventLog, settings: Settings, tmp_path: Path
+) -> None:
+    await append_notes(log, sessions=2, per_session=10)
+    async with running(log, load_projector("type-counts", settings)) as runner:
+        await drained(log, runner)
+    before = counts(settings)
+    rebuilt = Settings(data_dir=tmp_path / "rebuilt", nats_url=settings.nats_url)
+    fresh = load_projector("type-counts", rebuilt)
+    async with running(log, fresh, role="rebuild") as runner:
+        await drained(log, runner)
+    assert counts(rebuilt) == before
+
+
+async def test_a_failing_event_is_retried_then_dead_lettered_and_its_session_goes_on(
+    log: EventLog, settings: Settings
+) -> None:
+    await log.append("s0", "note.added", "t", {"n": 0})
+    await log.append("s0", "note.added", "t", {"explode": True})
+    await log.append("s0", "note.added", "t", {"n": 2})
+    await log.append("s1", "note.added", "t", {"n": 3})
+    async with running(log, load_projector("type-counts", settings)) as runner:
+        await drained(log, runner)
+        assert runner.stats.dead_lettered == 1
+    (letter,) = await list_dead_letters(log.client, runner.consumer)
+    assert (letter.session, letter.seq, letter.attempts) == ("s0", 2, 3)
+    assert "asked to explode" in letter.error and letter.consumer == "projector-type-counts"
+    assert counts(settings) == {("s0", "note.added"): 2, ("s1", "note.added"): 1}
+
+
+async def test_disjoint_partition_workers_project_everything_exactly_once(
+    log: EventLog, settings: Settings
+) -> None:
+    await append_notes(log, sessions=12, per_session=6)
+    low, high = parse_partitions("0-7", 16), parse_partitions("8-15", 16)
+    async with (
+        running(log, load_projector("type-counts", settings), partitions=low) as first,
+        running(log, load_projector("type-counts", settings), partitions=high) as second,
+    ):
+        await drained(log, first)
+        await drained(log, second)
+    assert first.consumer == "projector-type-counts-p0-7"
+    assert first.stats.applied + second.stats.applied == 72
+    assert first.stats.applied > 0 and second.stats.applied > 0
+    assert counts(settings) == {(f"s{i}", "note.added"): 6 for i in range(12)}
+
+
+async def test_graceful_stop_finishes_and_acknowledges_the_batch_in_hand(
+    log: EventLog, settings: Settings
+) -> None:
+    await append_notes(log, sessions=2, per_session=100)
+    async with running(log, load_projector("type-counts", settings)) as runner:
+        while runner.stats.applied == 0:
+            await asyncio.sleep(0.01)
+    info = await log.client.jetstream().consumer_info(log.layout.name, runner.consumer)
+    assert info.num_ack_pending == 0
+    assert sum(counts(settings).values()) == runner.stats.applied
+
+
+async def test_producer_emits_each_derivation_once_even_after_redelivery(
+    log: EventLog, settings: Settings
+) -> None:
+    await log.append("s0", "sample.ping", "t", {"text": "hello"})
+    await log.append("s0", "note.added", "t", {})
+    projection = ProducerProjection(load_producer("echo", settings), log)
+    async with running(log, projection, role="producer") as runner:
+        await drained(log, runner)
+    await log.client.jetstream().delete_consumer(log.layout.name, runner.consumer)
+    async with running(
+        log, ProducerProjection(load_producer("echo", settings), log), role="producer"
+    ) as runner:
+        await drained(log, runner)
+    echoed = [e async for e in log.events("s0") if e.type == "sample.echoed"]
+    assert len(echoed) == 1
+    assert echoed[0].payload == {"echo_of": 1, "text": "hello"} and echoed[0].actor == "producer:echo"
+    ping, *_ = [e async for e in log.events("s0")]
+    assert echoed[0].caused_by == [ping.hash]
+
+
+async def test_a_crash_between_append_and_fence_never_duplicates_even_after_the_dedup_window(
+    tmp_path: Path, nats_server: object
+) -> None:
+    settings = Settings(data_dir=tmp_path / "d", nats_url=nats_server.url, duplicate_window_s=1)  # type: ignore[attr-defined]
+    async with await EventLog.open(settings) as log:
+        await log.append("s0", "sample.ping", "t", {"text": "once"})
+        crashing = ProducerProjection(load_producer("echo", settings), log)
+        await crashing.open()
+        assert crashing._fences is not None
+        real_put = crashing._fences.put
+
+        async def crash_on_done(key: str, value: bytes) -> int:
+            if value.startswith(b"done:"):
+                raise SystemExit("killed between publish and fence")  # the process dies here
+            return await real_put(key, value)
+
+        crashing._fences.put = crash_on_done  # type: ignore[method-assign,assignment]
+        ping, *_ = [e async for e in log.events("s0")]
+        with pytest.raises(SystemExit):
+            await crashing.apply([ping])
+        await asyncio.sleep(1.5)  # past the stream's duplicate window
+        restarted = ProducerProjection(load_producer("echo", settings), log)
+        async with running(log, restarted, role="producer") as runner:
+            await drained(log, runner)
+        echoed = [e async for e in log.events("s0") if e.type == "sample.echoed"]
+        assert len(echoed) == 1, "the derived event was emitted twice"
