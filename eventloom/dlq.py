@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import msgspec
+import nats.js.errors
 from nats.aio.client import Client
 
 from eventloom.bus.consumer import read_stream
@@ -46,3 +47,41 @@ async def list_dead_letters(client: Client, consumer: str | None = None) -> list
             seen.add((letter.consumer, letter.stream_seq))
             letters.append(letter)
     return letters
+
+
+RETRY_BUCKET = "EVENTLOOM_DLQ_RETRY"
+
+
+async def request_retry(client: Client, consumer: str, stream_seqs: list[int] | None = None) -> int:
+    """Queue dead letters of `consumer` for another try by its worker (now, or when it next starts)."""
+    letters = [
+        d for d in await list_dead_letters(client, consumer) if not stream_seqs or d.stream_seq in stream_seqs
+    ]
+    bucket = await client.jetstream().create_key_value(bucket=RETRY_BUCKET, history=1)
+    for letter in letters:
+        await bucket.put(f"{consumer}.{letter.stream_seq}", b"requested")
+    return len(letters)
+
+
+async def take_retry_requests(client: Client, consumer: str) -> list[int]:
+    """Stream seqs whose retry was requested for `consumer` (the requests are removed)."""
+    bucket = await client.jetstream().create_key_value(bucket=RETRY_BUCKET, history=1)
+    try:
+        keys = await bucket.keys()  # nats-py's `filters` are substring matches; filter exactly here
+    except nats.js.errors.NoKeysError:
+        return []
+    seqs = []
+    for key in keys:
+        if key.rsplit(".", 1)[0] != consumer:
+            continue
+        await bucket.purge(key)
+        seqs.append(int(key.rsplit(".", 1)[1]))
+    return sorted(seqs)
+
+
+async def forget_dead_letter(client: Client, consumer: str, stream_seq: int) -> None:
+    """Remove a dead letter once a retry succeeded."""
+    async for message in read_stream(client, DLQ_STREAM, [dlq_subject(consumer)]):
+        letter = msgspec.json.decode(message.data, type=DeadLetter)
+        if letter.stream_seq == stream_seq:
+            await client.jetstream().delete_msg(DLQ_STREAM, message.metadata.sequence.stream)

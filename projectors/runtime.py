@@ -22,11 +22,13 @@ from nats.aio.msg import Msg
 
 from eventloom.bus.consumer import ConsumerSpec, DurableConsumer
 from eventloom.bus.stream import StreamLayout
-from eventloom.dlq import DeadLetter, dead_letter
+from eventloom.dlq import DeadLetter, dead_letter, forget_dead_letter, take_retry_requests
 from eventloom.errors import ReadModelUnavailableError
 from eventloom.event import Event, decode_event
+from eventloom.tail import event_at
 from projectors.partitions import consumer_name
 from projectors.protocol import Projector
+from projectors.status import StatsPublisher
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -40,6 +42,7 @@ class RunnerOptions:
     fetch_timeout_s: float = 0.5
     ack_wait_s: float = 60.0
     unavailable_retry_s: Sequence[float] = (0.5, 1.0, 2.0, 5.0)
+    retry_check_s: float = 5.0
 
 
 @dataclass
@@ -47,6 +50,7 @@ class RunnerStats:
     applied: int = 0
     skipped: int = 0
     dead_lettered: int = 0
+    retried: int = 0
     batches: int = 0
     paused_s: float = 0.0
     started_at: float = field(default_factory=time.monotonic)
@@ -72,7 +76,9 @@ class ProjectorRunner:
         role: str = "projector",
     ) -> None:
         self._client = client
+        self._layout = layout
         self._projector = projector
+        self._next_retry_check = 0.0
         self.options = options or RunnerOptions()
         self.consumer = consumer_name(role, projector.name, partitions)
         self._consumer = DurableConsumer(
@@ -85,6 +91,7 @@ class ProjectorRunner:
                 max_deliver=-1,  # the runner counts attempts and dead-letters itself
             ),
         )
+        self._stats_publisher = StatsPublisher(client, self.consumer)
         self._blocked: dict[str, int] = {}  # session -> seq of the event its session waits behind
         self.stats = RunnerStats()
         self.ready = asyncio.Event()
@@ -100,6 +107,8 @@ class ProjectorRunner:
                 )
                 if messages:
                     await self.process(messages)
+                await self._stats_publisher.publish(self.stats.applied, self.stats.dead_lettered)
+                await self._retry_requested()
         finally:
             self.ready.clear()
             await self._consumer.close()
@@ -136,6 +145,25 @@ class ProjectorRunner:
             self._blocked.pop(item.event.session, None)
             await item.message.ack()
         self.stats.applied += len(ready)
+
+    async def _retry_requested(self) -> None:
+        """Apply dead letters that `eventloom dlq retry` queued for this consumer; forget those that work."""
+        now = time.monotonic()
+        if now < self._next_retry_check:
+            return
+        self._next_retry_check = now + self.options.retry_check_s
+        for stream_seq in await take_retry_requests(self._client, self.consumer):
+            event = (await event_at(self._client, self._layout, stream_seq)).event
+            applied = await self._with_store(lambda e=event: self._projector.applied_seqs([e.session]))  # type: ignore[misc]
+            if event.seq > applied.get(event.session, 0):
+                try:
+                    await self._with_store(lambda e=event: self._projector.apply([e]))  # type: ignore[misc]
+                except Exception as exc:
+                    log.warning("%s: retry of stream seq %s failed again: %s", self.consumer, stream_seq, exc)
+                    continue
+                self.stats.applied += 1
+            await forget_dead_letter(self._client, self.consumer, stream_seq)
+            self.stats.retried += 1
 
     async def _applied_seqs(self, items: list[_Item]) -> dict[str, int]:
         sessions = sorted({item.event.session for item in items})

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from eventloom.appender import AppendRequest
-from eventloom.dlq import list_dead_letters
+from eventloom.dlq import list_dead_letters, request_retry
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 from projectors.emitter import ProducerProjection
@@ -204,3 +204,29 @@ async def test_a_crash_between_append_and_fence_never_duplicates_even_after_the_
             await drained(log, runner)
         echoed = [e async for e in log.events("s0") if e.type == "sample.echoed"]
         assert len(echoed) == 1, "the derived event was emitted twice"
+
+
+async def test_dlq_retry_applies_the_event_once_the_projector_is_fixed(
+    log: EventLog, settings: Settings
+) -> None:
+    await log.append("s0", "note.added", "t", {"explode": True})
+    options = RunnerOptions(
+        batch=50, max_deliver=2, backoff_s=(0.05,), fetch_timeout_s=0.2, retry_check_s=0.1
+    )
+    projector = load_projector("type-counts", settings)
+    runner = ProjectorRunner(log.client, log.layout, projector, options=options)
+    stop = asyncio.Event()
+    task = asyncio.create_task(runner.run(stop))
+    try:
+        await asyncio.wait_for(runner.ready.wait(), 15)
+        await drained(log, runner)
+        assert runner.stats.dead_lettered == 1
+        (settings.data_dir / "readmodels" / "type-counts" / "accept-explosions").touch()  # the fix ships
+        assert await request_retry(log.client, runner.consumer) == 1
+        while runner.stats.retried == 0:
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await task
+    assert await list_dead_letters(log.client, runner.consumer) == []
+    assert counts(settings) == {("s0", "note.added"): 1}

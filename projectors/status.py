@@ -1,0 +1,101 @@
+"""What `eventloom projector status` shows: lag, rate and dead letters per consumer."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Final
+
+import msgspec
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client
+from nats.js.kv import KeyValue
+
+from eventloom.bus.stream import DLQ_STREAM, DLQ_SUBJECT_ROOT, StreamLayout, jetstream_api, subject_counts
+from eventloom.event import utc_timestamp
+
+STATS_BUCKET: Final = "EVENTLOOM_CONSUMER_STATS"
+_ROLES: Final = ("projector-", "producer-", "rebuild-", "ledger-mirror")
+
+
+class RunnerReport(msgspec.Struct, frozen=True, kw_only=True):
+    """Published by a running worker every few seconds."""
+
+    consumer: str
+    applied: int
+    rate_per_s: float
+    dead_lettered: int
+    updated_at: str
+
+
+class ConsumerStatus(msgspec.Struct, frozen=True, kw_only=True):
+    consumer: str
+    lag: int
+    ack_pending: int
+    delivered_stream_seq: int
+    dead_letters: int
+    rate_per_s: float | None = None
+    applied: int | None = None
+    updated_at: str | None = None
+
+
+class StatsPublisher:
+    """Keeps a worker's `RunnerReport` fresh in the stats bucket (best effort: status is advisory)."""
+
+    def __init__(self, client: Client, consumer: str, interval_s: float = 2.0) -> None:
+        self._client = client
+        self._consumer = consumer
+        self._interval = interval_s
+        self._last: tuple[float, int] | None = None
+
+    async def publish(self, applied: int, dead_lettered: int) -> None:
+        now = time.monotonic()
+        if self._last is not None and now - self._last[0] < self._interval:
+            return
+        rate = 0.0 if self._last is None else (applied - self._last[1]) / max(now - self._last[0], 1e-6)
+        self._last = (now, applied)
+        report = RunnerReport(
+            consumer=self._consumer,
+            applied=applied,
+            rate_per_s=round(rate, 1),
+            dead_lettered=dead_lettered,
+            updated_at=utc_timestamp(),
+        )
+        with contextlib.suppress(nats.errors.Error, nats.js.errors.Error, asyncio.TimeoutError):
+            bucket = await _bucket(self._client)
+            await bucket.put(self._consumer, msgspec.json.encode(report))
+
+
+async def _bucket(client: Client) -> KeyValue:
+    return await client.jetstream().create_key_value(bucket=STATS_BUCKET, history=1, ttl=3600)
+
+
+async def consumer_statuses(client: Client, layout: StreamLayout) -> list[ConsumerStatus]:
+    listing = await jetstream_api(client, f"CONSUMER.LIST.{layout.name}")
+    letters = await subject_counts(client, DLQ_STREAM, f"{DLQ_SUBJECT_ROOT}.>")
+    bucket = await _bucket(client)
+    statuses = []
+    for info in listing.get("consumers") or []:
+        name = info["name"]
+        if not name.startswith(_ROLES):
+            continue
+        report: RunnerReport | None = None
+        with contextlib.suppress(nats.js.errors.KeyNotFoundError):
+            entry = await bucket.get(name)
+            if entry.value:
+                report = msgspec.json.decode(entry.value, type=RunnerReport)
+        statuses.append(
+            ConsumerStatus(
+                consumer=name,
+                lag=int(info.get("num_pending", 0)) + int(info.get("num_ack_pending", 0)),
+                ack_pending=int(info.get("num_ack_pending", 0)),
+                delivered_stream_seq=int(info.get("delivered", {}).get("stream_seq", 0)),
+                dead_letters=letters.get(f"{DLQ_SUBJECT_ROOT}.{name}", 0),
+                rate_per_s=report.rate_per_s if report else None,
+                applied=report.applied if report else None,
+                updated_at=report.updated_at if report else None,
+            )
+        )
+    return sorted(statuses, key=lambda s: s.consumer)
