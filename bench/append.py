@@ -318,7 +318,11 @@ def server_binary_version() -> str:
 
 
 async def bench(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
-    node = NodeProcess(Settings(data_dir=data_dir, nats_url=args.nats_url, sync=args.sync))
+    # The log alone (embedded NATS + ledger mirror): projectors and producers have their own benchmarks.
+    log_only = Settings(
+        data_dir=data_dir, nats_url=args.nats_url, sync=args.sync, projectors="none", producers="none"
+    )
+    node = NodeProcess(log_only)
     console.print(f"starting node in {data_dir}")
     info = node.start(timeout=NODE_START_TIMEOUT_S)
     try:

@@ -37,6 +37,8 @@ class Settings:
     duplicate_window_s: float = 120.0
     stream: str = "EVENTLOOM"
     replicas: int = 1
+    projectors: str = "all"  # which installed projectors the node runs: all, none, or a comma list
+    producers: str = "all"  # likewise for producers
 
     def __post_init__(self) -> None:
         if not 1 <= self.partitions <= 1024:
@@ -56,6 +58,8 @@ class Settings:
             sync=os.environ.get("EVENTLOOM_SYNC", "default"),
             duplicate_window_s=float(_env_int("EVENTLOOM_DUPLICATE_WINDOW_S", 120)),
             replicas=_env_int("EVENTLOOM_REPLICAS", 1),
+            projectors=os.environ.get("EVENTLOOM_PROJECTORS", "all"),
+            producers=os.environ.get("EVENTLOOM_PRODUCERS", "all"),
         )
 
     def to_env(self) -> dict[str, str]:
@@ -66,10 +70,25 @@ class Settings:
             "EVENTLOOM_SYNC": self.sync,
             "EVENTLOOM_DUPLICATE_WINDOW_S": str(int(self.duplicate_window_s)),
             "EVENTLOOM_REPLICAS": str(self.replicas),
+            "EVENTLOOM_PROJECTORS": self.projectors,
+            "EVENTLOOM_PRODUCERS": self.producers,
         }
         if self.nats_url:
             env["EVENTLOOM_NATS_URL"] = self.nats_url
         return env
+
+    def enabled(self, kind: str, installed: list[str]) -> list[str]:
+        """The installed projectors or producers (`kind`) this node runs, per the setting."""
+        choice = self.projectors if kind == "projectors" else self.producers
+        if choice.strip() == "all":
+            return sorted(installed)
+        if choice.strip() in ("", "none"):
+            return []
+        wanted = [name.strip() for name in choice.split(",") if name.strip()]
+        missing = sorted(set(wanted) - set(installed))
+        if missing:
+            raise ValueError(f"{kind}: not installed: {', '.join(missing)}")
+        return wanted
 
     @property
     def ledger_dir(self) -> Path:

@@ -6,8 +6,7 @@ import asyncio
 import contextlib
 import logging
 import os
-
-from nats.aio.client import Client
+from collections.abc import Awaitable, Callable
 
 from eventloom.bus.connection import connect
 from eventloom.bus.embedded import EmbeddedNats
@@ -15,8 +14,10 @@ from eventloom.bus.stream import ensure_stream
 from eventloom.event import utc_timestamp
 from eventloom.keys import KeyStore
 from eventloom.ledger.mirror import LedgerMirror
+from eventloom.log import EventLog
 from eventloom.runtime import RuntimeInfo, write_runtime
 from eventloom.settings import Settings
+from gateway.workers import enabled_producers, enabled_projectors, producer_runner, projector_runner
 
 log = logging.getLogger(__name__)
 _RETRY_S = 0.5
@@ -31,6 +32,7 @@ class Node:
         self.url: str | None = settings.nats_url
         self.ready = asyncio.Event()
         self.mirror: LedgerMirror | None = None
+        self.roles: list[str] = []
 
     async def run(self, stop: asyncio.Event) -> None:
         settings = self.settings
@@ -42,40 +44,57 @@ class Node:
             self.url = await self.embedded.start()
             self.embedded.on_restart = lambda: asyncio.to_thread(self._write_runtime)
         client = await connect(self.url, name="eventloom-node")
+        event_log: EventLog | None = None
         try:
             layout = await ensure_stream(client, settings)
             self.mirror = LedgerMirror(client, layout, keys, settings.ledger_dir)
+            event_log = await EventLog.open(settings, url=self.url)
+            roles: dict[str, Callable[[], Awaitable[None]]] = {"ledger-mirror": lambda: self.mirror.run(stop)}  # type: ignore[union-attr]
+            roles.update(self._worker_roles(event_log, stop))
+            self.roles = sorted(roles)
             await asyncio.to_thread(self._write_runtime)
             self.ready.set()
-            await self._supervise(self._run_mirror(client, stop), stop)
+            await self._supervise(roles, stop)
         finally:
             with contextlib.suppress(OSError):
                 await asyncio.to_thread(settings.runtime_file.unlink)
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(client.drain(), timeout=5)
+            for closing in (event_log.close() if event_log else None, client.drain()):
+                if closing is not None:
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(closing, timeout=5)
             if self.embedded is not None:
                 await self.embedded.stop()
 
-    async def _run_mirror(self, client: Client, stop: asyncio.Event) -> None:
-        """The mirror restarts after a failure (e.g. NATS restarting) instead of taking the node down."""
-        assert self.mirror is not None
+    def _worker_roles(
+        self, event_log: EventLog, stop: asyncio.Event
+    ) -> dict[str, Callable[[], Awaitable[None]]]:
+        """Every enabled projector, and one shared consumer for every enabled producer."""
+        roles: dict[str, Callable[[], Awaitable[None]]] = {}
+        for name in enabled_projectors(self.settings):
+            roles[f"projector:{name}"] = lambda name=name: projector_runner(event_log, name, None).run(stop)  # type: ignore[misc]
+        producers = enabled_producers(self.settings)
+        if producers:
+            roles["producers"] = lambda: producer_runner(event_log, producers, None).run(stop)
+        return roles
+
+    async def _keep_running(
+        self, name: str, role: Callable[[], Awaitable[None]], stop: asyncio.Event
+    ) -> None:
+        """A role restarts after a failure (e.g. NATS restarting) instead of taking the node down."""
         while not stop.is_set():
             try:
-                await self.mirror.run(stop)
+                await role()
             except Exception:
-                log.exception("ledger mirror failed; restarting in %.1fs", _RETRY_S)
+                log.exception("%s failed; restarting in %.1fs", name, _RETRY_S)
                 await asyncio.sleep(_RETRY_S)
 
-    async def _supervise(self, role: object, stop: asyncio.Event) -> None:
-        assert asyncio.iscoroutine(role)
-        task = asyncio.create_task(role, name="role")
-        stopper = asyncio.create_task(stop.wait(), name="stop")
-        await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        stop.set()
-        await asyncio.wait({task}, timeout=15)
-        stopper.cancel()
-        if not task.done():
+    async def _supervise(self, roles: dict[str, Callable[[], Awaitable[None]]], stop: asyncio.Event) -> None:
+        tasks = {asyncio.create_task(self._keep_running(n, r, stop), name=n) for n, r in roles.items()}
+        await stop.wait()
+        _, running = await asyncio.wait(tasks, timeout=15)  # each finishes the batch in hand
+        for task in running:
             task.cancel()
+        for task in running:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
@@ -90,6 +109,6 @@ class Node:
                 nats_pid=self.embedded.pid if self.embedded else None,
                 data_dir=str(self.settings.data_dir),
                 started_at=utc_timestamp(),
-                roles=["nats" if self.embedded else "nats-external", "ledger-mirror"],
+                roles=["nats" if self.embedded else "nats-external", *self.roles],
             ),
         )

@@ -29,11 +29,19 @@ FENCE_BUCKET: Final = "EVENTLOOM_FENCES"
 
 
 class ProducerProjection:
-    """Adapts a `Producer` to the `Projector` protocol for the runner."""
+    """Adapts producers to the `Projector` protocol for the runner.
 
-    def __init__(self, producer: Producer, log: EventLog) -> None:
-        self.name = producer.name
-        self._producer = producer
+    Several producers can share one projection (and so one consumer: each event is delivered once for all
+    of them); fences and actors stay per producer.
+    """
+
+    def __init__(
+        self, producers: Producer | Sequence[Producer], log: EventLog, name: str | None = None
+    ) -> None:
+        self._producers = [producers] if isinstance(producers, Producer) else list(producers)
+        if not self._producers:
+            raise ValueError("producers: at least one is needed")
+        self.name = name or "+".join(p.name for p in self._producers)
         self._log = log
         self._fences: KeyValue | None = None
         self.emitted = 0
@@ -48,20 +56,21 @@ class ProducerProjection:
 
     async def apply(self, events: Sequence[Event]) -> None:
         for event in events:
-            for index, derived in enumerate(self._producer.derive(event)):
-                await self._emit_once(event, derived, index)
+            for producer in self._producers:
+                for index, derived in enumerate(producer.derive(event)):
+                    await self._emit_once(producer.name, event, derived, index)
 
     async def close(self) -> None:
         self._fences = None
 
-    async def _emit_once(self, source: Event, derived: DerivedEvent, index: int) -> None:
+    async def _emit_once(self, producer: str, source: Event, derived: DerivedEvent, index: int) -> None:
         assert self._fences is not None
         if not await self._citations_hold(derived):
             self.skipped_citations += 1
             return
         session = derived.session or source.session
         token = f"{source.hash}:{derived.key or index}".encode()
-        fence = f"{self.name}.{hashlib.sha256(token).hexdigest()[:48]}"
+        fence = f"{producer}.{hashlib.sha256(token).hexdigest()[:48]}"
         state = await _fence_state(self._fences, fence)
         if state.startswith("done:"):
             return
@@ -74,11 +83,11 @@ class ProducerProjection:
             try:
                 await self._fences.create(fence, f"pending:{tail.stream_seq if tail else 0}".encode())
             except nats.js.errors.KeyWrongLastSequenceError:
-                return await self._emit_once(source, derived, index)  # another worker fenced it first
+                return await self._emit_once(producer, source, derived, index)  # another worker fenced it
         event = await self._log.append(
             session,
             derived.type,
-            derived.actor or f"producer:{self.name}",
+            derived.actor or f"producer:{producer}",
             derived.payload,
             caused_by=[source.hash],
         )

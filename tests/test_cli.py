@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -69,7 +70,9 @@ def test_detached_node_serves_append_tail_status_verify(node: Settings) -> None:
 
     status = json.loads(run_cli(node, "status", "--json").stdout)
     assert status["stream"]["messages"] == 1 and status["stream"]["partitions"] == 16
-    assert [c["name"] for c in status["consumers"] if c["durable"]] == ["ledger-mirror"]
+    durable = [c["name"] for c in status["consumers"] if c["durable"]]
+    assert "ledger-mirror" in durable
+    assert any(name.startswith("producer-") and "decision_citation" in name for name in durable)
 
     verified = run_cli(node, "verify", "--json")
     assert verified.returncode == 0, verified.stdout + verified.stderr
@@ -168,3 +171,56 @@ def test_help_lists_every_command() -> None:
     result = run_cli(Settings(), "--help")
     for command in ("up", "down", "status", "append", "tail", "verify", "keys", "demo"):
         assert command in result.stdout
+
+
+def test_projector_producer_and_dlq_commands(node: Settings) -> None:
+    listed = json.loads(run_cli(node, "producer", "list", "--json").stdout)
+    assert {"decision_citation", "retraction", "causal"} <= {row["name"] for row in listed}
+    assert all(row["enabled"] for row in listed)
+    decision = appended(
+        run_cli(
+            node,
+            "append",
+            "--session",
+            "w",
+            "--type",
+            "decision.made",
+            "--actor",
+            "a",
+            "--payload",
+            '{"decision_id": "d1", "title": "Cache tokens"}',
+        ).stdout
+    )[0]
+    payload = {
+        "task_id": "t1",
+        "decision": "Cache tokens",
+        "decision_event_seq": decision["seq"],
+        "decision_event_hash": decision["hash"],
+    }
+    run_cli(
+        node,
+        "append",
+        "--session",
+        "w",
+        "--type",
+        "task.completed",
+        "--actor",
+        "a",
+        "--payload",
+        json.dumps(payload),
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:  # the node's producers derive the inferred edge
+        tailed = run_cli(node, "tail", "--session", "w", "--json").stdout.splitlines()
+        if any(json.loads(line)["type"] == "inference.edge.generated" for line in tailed):
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError("no inferred edge was derived")
+    status = json.loads(run_cli(node, "projector", "status", "--json").stdout)
+    assert any(s["consumer"].startswith("producer-") for s in status)
+    assert all(s["dead_letters"] == 0 for s in status)
+    letters = run_cli(node, "dlq", "list", "--json")
+    assert letters.returncode == 0 and json.loads(letters.stdout) == []
+    assert run_cli(node, "projector", "run", "nope").returncode != 0
+    assert run_cli(node, "dlq", "retry", "--consumer", "ledger-mirror").returncode == 2

@@ -1,0 +1,158 @@
+"""`eventloom projector ...`, `eventloom producer ...` and `eventloom dlq ...`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+from typing import Annotated, TypeVar
+
+import typer
+from rich.table import Table
+
+from eventloom.dlq import list_dead_letters, request_retry
+from eventloom.log import EventLog
+from eventloom.settings import Settings
+from gateway.cli.common import EXIT_INVALID, console, fail, print_json, run, settings_of
+from gateway.workers import enabled_producers, enabled_projectors, producer_runner, projector_runner
+from projectors.partitions import parse_partitions
+from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available
+from projectors.runtime import ProjectorRunner
+from projectors.status import ConsumerStatus, consumer_statuses
+
+T = TypeVar("T")
+
+projector_app = typer.Typer(help="Projectors: consumers that build read models.", no_args_is_help=True)
+producer_app = typer.Typer(help="Producers: consumers that derive new events.", no_args_is_help=True)
+dlq_app = typer.Typer(help="The dead-letter stream: events a consumer gave up on.", no_args_is_help=True)
+
+PartitionsOption = Annotated[
+    str | None, typer.Option("--partitions", help="Only these partitions, e.g. 0-7 or 0-3,9 (default: all)")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON")]
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(projector_app, name="projector")
+    app.add_typer(producer_app, name="producer")
+    app.add_typer(dlq_app, name="dlq")
+
+
+@projector_app.command("run", help="Run one projector until Ctrl-C (finishes the batch in hand first).")
+def projector_run(ctx: typer.Context, name: str, partitions: PartitionsOption = None) -> None:
+    settings = settings_of(ctx)
+    run(_run_worker(settings, lambda log: projector_runner(log, name, _partitions(partitions, settings))))
+
+
+@producer_app.command("run", help="Run producers (one name, or several sharing one consumer) until Ctrl-C.")
+def producer_run(ctx: typer.Context, names: list[str], partitions: PartitionsOption = None) -> None:
+    settings = settings_of(ctx)
+    run(_run_worker(settings, lambda log: producer_runner(log, names, _partitions(partitions, settings))))
+
+
+@projector_app.command("list", help="Installed projectors (entry points) and whether the node runs them.")
+def projector_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    _list(settings_of(ctx), PROJECTORS_GROUP, enabled_projectors, as_json)
+
+
+@producer_app.command("list", help="Installed producers (entry points) and whether the node runs them.")
+def producer_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    _list(settings_of(ctx), PRODUCERS_GROUP, enabled_producers, as_json)
+
+
+@projector_app.command("status", help="Lag, rate and dead letters of every projector and producer consumer.")
+def projector_status(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    statuses = run(_statuses(settings_of(ctx)))
+    if as_json:
+        print_json(statuses)
+        return
+    table = Table("consumer", "lag", "rate/s", "applied", "dead letters", "updated")
+    for s in statuses:
+        rate = "-" if s.rate_per_s is None else f"{s.rate_per_s:.1f}"
+        table.add_row(
+            s.consumer, str(s.lag), rate, str(s.applied or "-"), str(s.dead_letters), s.updated_at or "-"
+        )
+    console.print(table)
+
+
+@dlq_app.command("list", help="Dead letters, optionally of one consumer.")
+def dlq_list(
+    ctx: typer.Context,
+    consumer: Annotated[str | None, typer.Option(help="Only this consumer")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    letters = run(_with_log(settings_of(ctx), lambda log: list_dead_letters(log.client, consumer)))
+    if as_json:
+        print_json(letters)
+        return
+    for letter in letters:
+        where = f"{letter.session}#{letter.seq}" if letter.session else letter.subject
+        print(
+            f"{letter.consumer}  stream seq {letter.stream_seq}  {where}  "
+            f"attempts {letter.attempts}: {letter.error}"
+        )
+    console.print(f"{len(letters)} dead letter(s)")
+
+
+@dlq_app.command("retry", help="Queue dead letters for another try; the consumer's worker applies them.")
+def dlq_retry(
+    ctx: typer.Context,
+    consumer: Annotated[str, typer.Option(help="The consumer whose dead letters to retry")],
+    stream_seq: Annotated[
+        list[int] | None, typer.Option("--stream-seq", help="Only these (repeatable)")
+    ] = None,
+) -> None:
+    if consumer == "ledger-mirror":
+        fail(
+            "ledger-mirror dead letters are not retried: trust the signing key (`eventloom keys trust`) "
+            "and restart the node; the mirror refetches the gap",
+            EXIT_INVALID,
+        )
+    count = run(_with_log(settings_of(ctx), lambda log: request_retry(log.client, consumer, stream_seq)))
+    console.print(f"queued {count} dead letter(s) of {consumer}; its worker retries them within seconds")
+
+
+def _partitions(spec: str | None, settings: Settings) -> list[int] | None:
+    try:
+        return parse_partitions(spec, settings.partitions)
+    except ValueError as exc:
+        fail(str(exc), EXIT_INVALID)
+
+
+def _list(settings: Settings, group: str, enabled: Callable[[Settings], list[str]], as_json: bool) -> None:
+    installed = available(group)
+    try:
+        running = set(enabled(settings))
+    except ValueError as exc:
+        fail(str(exc), EXIT_INVALID)
+    rows = [
+        {"name": n, "entry_point": e.value, "enabled": n in running} for n, e in sorted(installed.items())
+    ]
+    if as_json:
+        print_json(rows)
+        return
+    for row in rows:
+        print(f"{'*' if row['enabled'] else ' '} {row['name']:<24} {row['entry_point']}")
+
+
+async def _with_log(settings: Settings, use: Callable[[EventLog], Awaitable[T]]) -> T:
+    async with await EventLog.open(settings, persistent=False) as log:
+        return await use(log)
+
+
+async def _statuses(settings: Settings) -> list[ConsumerStatus]:
+    return await _with_log(settings, lambda log: consumer_statuses(log.client, log.layout))
+
+
+async def _run_worker(settings: Settings, make: Callable[[EventLog], ProjectorRunner]) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with await EventLog.open(settings) as log:
+        runner = make(log)
+        console.print(f"running {runner.consumer} (Ctrl-C to stop)")
+        await runner.run(stop)
+        console.print(f"stopped {runner.consumer}: {runner.stats}")
