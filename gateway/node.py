@@ -17,7 +17,7 @@ from eventloom.ledger.mirror import LedgerMirror
 from eventloom.log import EventLog
 from eventloom.runtime import RuntimeInfo, write_runtime
 from eventloom.settings import Settings
-from gateway.workers import enabled_producers, enabled_projectors, producer_runner, projector_runner
+from gateway.workers import enabled_producers, enabled_projectors, producer_runner, run_projector
 
 log = logging.getLogger(__name__)
 _RETRY_S = 0.5
@@ -71,7 +71,7 @@ class Node:
         """Every enabled projector, and one shared consumer for every enabled producer."""
         roles: dict[str, Callable[[], Awaitable[None]]] = {}
         for name in enabled_projectors(self.settings):
-            roles[f"projector:{name}"] = lambda name=name: projector_runner(event_log, name, None).run(stop)  # type: ignore[misc]
+            roles[f"projector:{name}"] = lambda name=name: run_projector(event_log, name, None, stop)  # type: ignore[misc]
         producers = enabled_producers(self.settings)
         if producers:
             roles["producers"] = lambda: producer_runner(event_log, producers, None).run(stop)

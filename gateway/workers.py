@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 from projectors.emitter import ProducerProjection
+from projectors.graph.projector import GraphProjector
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available, load_producer, load_projector
 from projectors.runtime import ProjectorRunner
+from readmodels.graph.service import serve_cypher
 
 
 def enabled_projectors(settings: Settings) -> list[str]:
@@ -19,6 +23,18 @@ def enabled_producers(settings: Settings) -> list[str]:
 
 def projector_runner(log: EventLog, name: str, partitions: list[int] | None) -> ProjectorRunner:
     return ProjectorRunner(log.client, log.layout, load_projector(name, log.settings), partitions=partitions)
+
+
+async def run_projector(log: EventLog, name: str, partitions: list[int] | None, stop: asyncio.Event) -> None:
+    """Run a projector; a graph projector also answers read-only Cypher for the processes that ask."""
+    runner = projector_runner(log, name, partitions)
+    projector = runner.projector
+    if not isinstance(projector, GraphProjector):
+        await runner.run(stop)
+        return
+    async with asyncio.TaskGroup() as group:
+        group.create_task(runner.run(stop))
+        group.create_task(serve_cypher(log.client, lambda: projector.store, stop))
 
 
 def producer_runner(log: EventLog, names: list[str], partitions: list[int] | None) -> ProjectorRunner:

@@ -29,6 +29,7 @@ class PluginContext:
 
     settings: Settings
     name: str
+    generation: Path | None = None  # set by `eventloom rebuild`: build into this directory instead
 
     @property
     def state_dir(self) -> Path:
@@ -39,8 +40,8 @@ def available(group: str) -> dict[str, EntryPoint]:
     return {entry.name: entry for entry in entry_points(group=group)}
 
 
-def load_projector(name: str, settings: Settings) -> Projector:
-    projector = _load(PROJECTORS_GROUP, name, settings)
+def load_projector(name: str, settings: Settings, generation: Path | None = None) -> Projector:
+    projector = _load(PROJECTORS_GROUP, name, settings, generation)
     if not isinstance(projector, Projector):
         raise EventloomError(f"projector {name!r}: its entry point did not return a Projector")
     return projector
@@ -53,13 +54,13 @@ def load_producer(name: str, settings: Settings) -> Producer:
     return producer
 
 
-def _load(group: str, name: str, settings: Settings) -> Any:
+def _load(group: str, name: str, settings: Settings, generation: Path | None = None) -> Any:
     entries = available(group)
     entry = entries.get(name)
     if entry is None:
         known = ", ".join(sorted(entries)) or "none installed"
         raise EventloomError(f"no {group.rsplit('.', 1)[-1][:-1]} named {name!r} (available: {known})")
     factory = entry.load()
-    context = PluginContext(settings=settings, name=name)
+    context = PluginContext(settings=settings, name=name, generation=generation)
     context.state_dir.mkdir(parents=True, exist_ok=True)
     return factory(context)

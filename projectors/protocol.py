@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 import msgspec
 
 from eventloom.event import Event
+from readmodels.generations import Generations
 
 
 @runtime_checkable
@@ -35,6 +36,18 @@ class Projector(Protocol):
     async def apply(self, events: Sequence[Event]) -> None: ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class Rebuildable(Protocol):
+    """A projector rebuilt into a new generation, then swapped in (see readmodels.generations).
+
+    The runner notices a swap, reopens the projector on the new generation and continues from the stream
+    sequence the rebuild recorded.
+    """
+
+    generations: Generations
+    generation: int
 
 
 class CitedEvent(msgspec.Struct, frozen=True):

@@ -27,7 +27,7 @@ from eventloom.errors import ReadModelUnavailableError
 from eventloom.event import Event, decode_event
 from eventloom.tail import event_at
 from projectors.partitions import consumer_name
-from projectors.protocol import Projector
+from projectors.protocol import Projector, Rebuildable
 from projectors.status import StatsPublisher
 
 log = logging.getLogger(__name__)
@@ -74,13 +74,16 @@ class ProjectorRunner:
         partitions: list[int] | None = None,
         options: RunnerOptions | None = None,
         role: str = "projector",
+        consumer: str | None = None,
     ) -> None:
         self._client = client
         self._layout = layout
-        self._projector = projector
+        self.projector = projector
         self._next_retry_check = 0.0
+        self._next_swap_check = 0.0
         self.options = options or RunnerOptions()
-        self.consumer = consumer_name(role, projector.name, partitions)
+        self.consumer = consumer or consumer_name(role, projector.name, partitions)
+        self.adopt_swaps = role == "projector"  # a rebuild's own runner builds the generation, never follows
         self._consumer = DurableConsumer(
             client,
             layout.name,
@@ -97,8 +100,10 @@ class ProjectorRunner:
         self.ready = asyncio.Event()
 
     async def run(self, stop: asyncio.Event) -> None:
-        await self._projector.open()
+        await self.projector.open()
         await self._consumer.open()
+        if self.adopt_swaps:
+            await self._follow_swap()  # a swap may have happened while this worker was down
         self.ready.set()
         try:
             while not stop.is_set():
@@ -109,10 +114,11 @@ class ProjectorRunner:
                     await self.process(messages)
                 await self._stats_publisher.publish(self.stats.applied, self.stats.dead_lettered)
                 await self._retry_requested()
+                await self._follow_swap()
         finally:
             self.ready.clear()
             await self._consumer.close()
-            await self._projector.close()
+            await self.projector.close()
 
     async def process(self, messages: list[Msg]) -> None:
         """Apply one fetched batch, then acknowledge what was applied or skipped."""
@@ -137,7 +143,7 @@ class ProjectorRunner:
         if not ready:
             return
         try:
-            await self._with_store(lambda: self._projector.apply([i.event for i in ready]))
+            await self._with_store(lambda: self.projector.apply([i.event for i in ready]))
         except Exception:
             await self._apply_one_by_one(ready)
             return
@@ -145,6 +151,25 @@ class ProjectorRunner:
             self._blocked.pop(item.event.session, None)
             await item.message.ack()
         self.stats.applied += len(ready)
+
+    async def _follow_swap(self) -> None:
+        """After `eventloom rebuild` swapped in a new generation: reopen on it and continue where it ends."""
+        projector = self.projector
+        now = time.monotonic()
+        if not self.adopt_swaps or not isinstance(projector, Rebuildable) or now < self._next_swap_check:
+            return
+        self._next_swap_check = now + self.options.retry_check_s
+        generations = projector.generations
+        swap = await asyncio.to_thread(generations.last_swap)
+        if swap is None or await asyncio.to_thread(generations.adopted, self.consumer) == swap.generation:
+            return
+        log.info("%s: continuing on rebuilt generation %s", self.consumer, swap.generation)
+        if projector.generation != swap.generation:
+            await projector.close()
+            await projector.open()
+        await self._consumer.restart_from(swap.resume_stream_seq)
+        await asyncio.to_thread(generations.adopt, self.consumer, swap.generation)
+        self._blocked.clear()
 
     async def _retry_requested(self) -> None:
         """Apply dead letters that `eventloom dlq retry` queued for this consumer; forget those that work."""
@@ -154,10 +179,10 @@ class ProjectorRunner:
         self._next_retry_check = now + self.options.retry_check_s
         for stream_seq in await take_retry_requests(self._client, self.consumer):
             event = (await event_at(self._client, self._layout, stream_seq)).event
-            applied = await self._with_store(lambda e=event: self._projector.applied_seqs([e.session]))  # type: ignore[misc]
+            applied = await self._with_store(lambda e=event: self.projector.applied_seqs([e.session]))  # type: ignore[misc]
             if event.seq > applied.get(event.session, 0):
                 try:
-                    await self._with_store(lambda e=event: self._projector.apply([e]))  # type: ignore[misc]
+                    await self._with_store(lambda e=event: self.projector.apply([e]))  # type: ignore[misc]
                 except Exception as exc:
                     log.warning("%s: retry of stream seq %s failed again: %s", self.consumer, stream_seq, exc)
                     continue
@@ -167,7 +192,7 @@ class ProjectorRunner:
 
     async def _applied_seqs(self, items: list[_Item]) -> dict[str, int]:
         sessions = sorted({item.event.session for item in items})
-        return await self._with_store(lambda: self._projector.applied_seqs(sessions))
+        return await self._with_store(lambda: self.projector.applied_seqs(sessions))
 
     def _waits_behind_blocker(self, event: Event) -> bool:
         blocker = self._blocked.get(event.session)
@@ -180,7 +205,7 @@ class ProjectorRunner:
                 await item.message.nak(delay=self.options.backoff_s[0])
                 continue
             try:
-                await self._with_store(lambda event=event: self._projector.apply([event]))  # type: ignore[misc]
+                await self._with_store(lambda event=event: self.projector.apply([event]))  # type: ignore[misc]
             except Exception as exc:
                 await self._failed(item, exc)
                 continue

@@ -224,3 +224,34 @@ def test_projector_producer_and_dlq_commands(node: Settings) -> None:
     assert letters.returncode == 0 and json.loads(letters.stdout) == []
     assert run_cli(node, "projector", "run", "nope").returncode != 0
     assert run_cli(node, "dlq", "retry", "--consumer", "ledger-mirror").returncode == 2
+
+
+def test_graph_query_rebuild_and_schema_plan(node: Settings) -> None:
+    for title in ("Use JetStream", "Use JetStream with R3"):
+        run_cli(
+            node,
+            "append",
+            "--session",
+            "g",
+            "--type",
+            "decision.made",
+            "--actor",
+            "a",
+            "--payload",
+            json.dumps({"decision_id": "d1", "title": title}),
+        )
+    count = "MATCH (e:Event) WHERE e.session = 'g' RETURN count(e) AS n"
+    deadline = time.monotonic() + 20
+    while json.loads(run_cli(node, "graph", "query", count, "--json").stdout or "[{}]")[0].get("n") != 2:
+        assert time.monotonic() < deadline, "the node's graph projector did not catch up"
+        time.sleep(0.2)
+    refused = run_cli(node, "graph", "query", "CREATE (e:Session {id: 'x'})")
+    assert refused.returncode == 2 and "read" in refused.stderr.lower()
+    rebuilt = run_cli(node, "rebuild", "graph", "--json")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    report = json.loads(rebuilt.stdout)
+    assert report["generation"] == 2 and report["events"] >= 2
+    time.sleep(6)  # the node's projector adopts the new generation within its check interval
+    assert json.loads(run_cli(node, "graph", "query", count, "--json").stdout)[0]["n"] == 2
+    plan = run_cli(node, "schema-plan", "--json")
+    assert plan.returncode == 0 and {m["name"] for m in json.loads(plan.stdout)}

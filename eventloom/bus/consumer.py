@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
@@ -141,6 +142,14 @@ class DurableConsumer:
         if self._inbox is None:
             raise RuntimeError("consumer is not open")
         return await self._inbox.fetch(batch, timeout)
+
+    async def restart_from(self, stream_seq: int) -> None:
+        """Recreate the consumer so delivery continues at `stream_seq` (used after a read-model swap)."""
+        await self.close()
+        with contextlib.suppress(nats.js.errors.NotFoundError):
+            await self._js.delete_consumer(self.stream, self.spec.durable)
+        self.spec = dataclasses.replace(self.spec, start_stream_seq=stream_seq)
+        await self.open()
 
     async def pending(self) -> int:
         info = await self._js.consumer_info(self.stream, self.spec.durable)

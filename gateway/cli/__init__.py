@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from gateway.cli import demo, keys_cmd, log_cmds, node_cmds, verify_cmd, worker_cmds
+from gateway.cli import demo, graph_cmds, keys_cmd, log_cmds, node_cmds, verify_cmd, worker_cmds
 from gateway.cli.common import make_settings
 
 app = typer.Typer(
@@ -35,6 +35,7 @@ log_cmds.register(app)
 verify_cmd.register(app)
 demo.register(app)
 worker_cmds.register(app)
+graph_cmds.register(app)
 app.add_typer(keys_cmd.app, name="keys")
 
 

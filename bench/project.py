@@ -1,0 +1,223 @@
+"""Graph projection throughput and freshness on LadybugDB; prints one JSON object (progress on stderr).
+
+Phases, all against one node (embedded NATS + ledger mirror, projectors/producers off) started apart:
+  1. incremental: N realistic events appended at full speed while the graph projector runs alongside;
+  2. freshness: a steady append load while sampled events are timed from append ack to visible in the graph;
+  3. rebuild: `projectors.rebuild.rebuild` of the whole stream into a fresh generation;
+  4. raw: plain LadybugDB `UNWIND ... MERGE` of as many entity nodes, the ceiling for comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import ladybug
+import msgspec
+from append import console, machine, progress_bar, server_binary_version
+
+from eventloom.appender import AppendRequest
+from eventloom.log import EventLog
+from eventloom.settings import Settings
+from gateway.node_process import NodeProcess
+from projectors.graph.plugin import EmbeddedGraphProjector
+from projectors.plugins import load_projector
+from projectors.rebuild import rebuild
+from projectors.runtime import ProjectorRunner, RunnerOptions
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--events", type=int, default=20_000, help="events for the incremental phase (default 20000)"
+    )
+    parser.add_argument("--sessions", type=int, default=8, help="sessions (default 8)")
+    parser.add_argument("--freshness-seconds", type=float, default=8.0, help="length of the freshness phase")
+    parser.add_argument("--freshness-rate", type=int, default=1000, help="events/s appended while timing")
+    parser.add_argument("--json", action="store_true", help="accepted for symmetry: output is always JSON")
+    return parser.parse_args(argv)
+
+
+def realistic(session: str, n: int) -> AppendRequest:
+    """A mix like an agent session's: facts with relations, tasks, decisions, commands, turns."""
+    kind = n % 5
+    task = f"t{n // 25}"
+    payload: dict[str, Any]
+    if kind == 0:
+        payload = {
+            "entities": [
+                {"name": f"svc-{n % 40}", "entity_type": "service", "summary": f"rev {n // 40}"},
+                {"name": f"team-{n % 7}", "entity_type": "team", "summary": "owners"},
+            ],
+            "relations": [
+                {"source": f"svc-{n % 40}", "target": f"team-{n % 7}", "relation_type": "owned_by"}
+            ],
+        }
+        return AppendRequest(session=session, type="memory.fact.asserted", actor="agent", payload=payload)
+    if kind == 1:
+        payload = {"task_id": task, "title": f"Task {task}", "goal_id": "g1"}
+        return AppendRequest(session=session, type="task.proposed", actor="agent", payload=payload)
+    if kind == 2:
+        payload = {"decision_id": f"d{n}", "title": f"Decision {n}", "rationale": "measured", "task_id": task}
+        return AppendRequest(session=session, type="decision.made", actor="agent", payload=payload)
+    if kind == 3:
+        payload = {"command": f"pytest -k case{n}", "exit_code": 0, "output": "ok " * 20, "task_id": task}
+        return AppendRequest(session=session, type="command.completed", actor="agent", payload=payload)
+    payload = {"role": "assistant", "text": f"Turn {n}: working on {task}. " * 4}
+    return AppendRequest(session=session, type="transcript.turn", actor="agent", payload=payload)
+
+
+async def drained(log: EventLog, consumer: str) -> None:
+    js = log.client.jetstream()
+    while True:
+        info = await js.consumer_info(log.layout.name, consumer)
+        if not info.num_pending and not info.num_ack_pending:
+            return
+        await asyncio.sleep(0.02)
+
+
+async def incremental(log: EventLog, runner: ProjectorRunner, args: argparse.Namespace) -> float:
+    sessions = [f"proj-{i}" for i in range(args.sessions)]
+    per_session = args.events // args.sessions
+    started = time.perf_counter()
+    with progress_bar() as progress:
+        task = progress.add_task("append + project", total=per_session * args.sessions, rate="")
+
+        async def write(session: str) -> None:
+            for start in range(0, per_session, 500):
+                chunk = [realistic(session, n) for n in range(start, min(start + 500, per_session))]
+                await log.append_many(chunk)
+                progress.advance(task, len(chunk))
+
+        await asyncio.gather(*(write(s) for s in sessions))
+    await drained(log, runner.consumer)
+    return float(per_session * args.sessions / (time.perf_counter() - started))
+
+
+async def freshness(
+    log: EventLog, projector: EmbeddedGraphProjector, args: argparse.Namespace
+) -> list[float]:
+    """Seconds from append ack until the graph's checkpoint covers the event, for sampled events."""
+    latencies: list[float] = []
+    interval = 0.05
+    per_tick = max(1, int(args.freshness_rate * interval))
+    deadline = time.perf_counter() + args.freshness_seconds
+    n = 0
+    while time.perf_counter() < deadline:
+        tick = time.perf_counter()
+        session = f"fresh-{n % args.sessions}"
+        events = await log.append_many([realistic(session, n + i) for i in range(per_tick)])
+        acked = time.perf_counter()
+        last = events[-1]
+        while (await projector.applied_seqs([session])).get(session, 0) < last.seq:
+            await asyncio.sleep(0.002)
+            if time.perf_counter() - acked > 10:
+                break
+        latencies.append(time.perf_counter() - acked)
+        n += per_tick
+        await asyncio.sleep(max(0.0, interval - (time.perf_counter() - tick)))
+    return latencies
+
+
+def raw_ladybug_rate(count: int, directory: Path) -> float:
+    db = ladybug.Database(str(directory / "raw.lbug"))
+    connection = ladybug.Connection(db)
+    connection.execute(
+        "CREATE NODE TABLE Entity(uid STRING, session STRING, name STRING, entity_type STRING, "
+        "summary STRING, valid_from STRING, PRIMARY KEY(uid))"
+    )
+    rows = [
+        {
+            "uid": f"u{i}",
+            "session": f"s{i % 8}",
+            "name": f"n{i}",
+            "entity_type": "service",
+            "summary": "x" * 40,
+            "valid_from": "2026-01-01T00:00:00.000000Z",
+        }
+        for i in range(count)
+    ]
+    started = time.perf_counter()
+    for start in range(0, count, 2000):
+        connection.execute("BEGIN TRANSACTION")
+        connection.execute(
+            "UNWIND $rows AS r MERGE (e:Entity {uid: r.uid}) SET e.session = r.session, e.name = r.name, "
+            "e.entity_type = r.entity_type, e.summary = r.summary, e.valid_from = r.valid_from",
+            {"rows": rows[start : start + 2000]},
+        )
+        connection.execute("COMMIT")
+    return float(count / (time.perf_counter() - started))
+
+
+async def bench(args: argparse.Namespace, root: Path) -> dict[str, Any]:
+    settings = Settings(data_dir=root / "data", projectors="none", producers="none")
+    node = NodeProcess(settings)
+    info = node.start()
+    try:
+        log = await EventLog.open(Settings(data_dir=root / "data", nats_url=info.nats_url))
+        projector = load_projector("graph", log.settings)
+        assert isinstance(projector, EmbeddedGraphProjector)
+        runner = ProjectorRunner(
+            log.client, log.layout, projector, options=RunnerOptions(batch=1000, fetch_timeout_s=0.1)
+        )
+        stop = asyncio.Event()
+        task = asyncio.create_task(runner.run(stop))
+        await runner.ready.wait()
+        console.print("phase 1: incremental")
+        incremental_rate = await incremental(log, runner, args)
+        console.print("phase 2: freshness under load")
+        latencies = await freshness(log, projector, args)
+        stop.set()
+        await task
+        console.print("phase 3: rebuild")
+        report = await rebuild(log, "graph")
+        await log.close()
+    finally:
+        node.stop()
+    console.print("phase 4: raw LadybugDB upsert")
+    raw = await asyncio.to_thread(raw_ladybug_rate, report.events, root)
+    quantiles = statistics.quantiles(latencies, n=20) if len(latencies) >= 2 else [latencies[0]] * 19
+    return {
+        "benchmark": "project",
+        "events_projected": report.events,
+        "incremental_events_per_s": round(incremental_rate, 1),
+        "rebuild_events_per_s": report.events_per_s,
+        "rebuild_seconds": report.seconds,
+        "freshness_s": {
+            "p50": round(statistics.median(latencies), 4),
+            "p95": round(quantiles[18], 4),
+            "samples": len(latencies),
+            "append_rate_per_s": args.freshness_rate,
+        },
+        "raw_ladybug_upsert_per_s": round(raw, 1),
+        "rebuild_to_raw_ratio": round(report.events_per_s / raw, 3) if raw else None,
+        "goals": {
+            "rebuild_ge_5000_per_s": report.events_per_s >= 5000,
+            "freshness_p95_lt_1s": quantiles[18] < 1.0,
+        },
+        "machine": machine(server_binary_version()) | {"ladybug": ladybug.__version__},
+        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    root = Path(tempfile.mkdtemp(prefix="eventloom-bench-project-"))
+    try:
+        result = asyncio.run(bench(args, root))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    sys.stdout.write(msgspec.json.encode(result).decode() + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,75 @@
+"""Graph extraction: a registry of pure functions `Event -> EventProjection`, one per event type.
+
+Every built-in type of `eventloom.schemas.catalogue` has one (see `extract_work`, `extract_activity`,
+`extract_sources`, `extract_memory`, `extract_inference`); plug-ins add theirs with `register_extractor`.
+An event of an unknown type projects its spine node and one generic entity (type `event`). So does a
+known type whose payload no longer fits its schema, or whose extraction would write something invalid:
+the session spine stays complete and the problem is recorded on that entity (`invalid_payload`), instead
+of one bad event blocking the projector forever.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+from eventloom.event import Event
+from projectors.graph import (
+    extract_activity,
+    extract_inference,
+    extract_memory,
+    extract_sources,
+    extract_work,
+)
+from projectors.graph.extraction import Extraction, Extractor, clip
+from readmodels.graph.identity import encode_json
+from readmodels.graph.model import EventProjection, InvalidGraphWrite
+
+GENERIC_ENTITY_TYPE: Final = "event"
+
+BUILTIN_EXTRACTORS: Final[dict[str, Extractor]] = {
+    **extract_work.EXTRACTORS,
+    **extract_activity.EXTRACTORS,
+    **extract_sources.EXTRACTORS,
+    **extract_memory.EXTRACTORS,
+    **extract_inference.EXTRACTORS,
+}
+"""The extractor of every built-in event type."""
+
+_registry: dict[str, Extractor] = dict(BUILTIN_EXTRACTORS)
+
+
+def register_extractor(event_type: str, extractor: Extractor, *, replace: bool = False) -> None:
+    """Make `extractor` project events of `event_type` (refused if another one is there, unless `replace`)."""
+    existing = _registry.get(event_type)
+    if existing is not None and existing is not extractor and not replace:
+        raise ValueError(f"event type {event_type!r} already has a graph extractor")
+    _registry[event_type] = extractor
+
+
+def extractor_for(event_type: str) -> Extractor | None:
+    return _registry.get(event_type)
+
+
+def generic(event: Event, problem: str | None = None) -> EventProjection:
+    """The projection of an event nobody knows how to read: its spine node and one `event` entity."""
+    x = Extraction(event)
+    properties: dict[str, object] = {"event_type": event.type, "payload_keys": sorted(event.payload)}
+    if problem is not None:
+        properties["invalid_payload"] = problem
+    summary = clip(f"{event.type}: {encode_json(event.payload)}")
+    x.entity(f"{event.type}#{event.seq}", GENERIC_ENTITY_TYPE, summary, properties)
+    x.summary = summary
+    return x.projection()
+
+
+def extract(event: Event) -> EventProjection:
+    """What `event` writes to the graph. Pure and deterministic: same event, same projection."""
+    extractor = _registry.get(event.type)
+    if extractor is None:
+        return generic(event)
+    try:
+        return extractor(event)
+    except (msgspec.ValidationError, InvalidGraphWrite) as exc:
+        return generic(event, problem=str(exc))

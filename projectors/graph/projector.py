@@ -1,0 +1,33 @@
+"""`GraphProjector`: the built-in projector that keeps the temporal memory graph up to date."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from eventloom.event import Event
+from projectors.graph.extract import extract
+from readmodels.graph.protocol import GraphStore
+
+
+class GraphProjector:
+    """Extracts each event (pure) and applies the batch to a `GraphStore` in one transaction.
+
+    The store keeps the applied seq per (projector `name`, session) in the same transaction as the
+    projection, so redelivered events are skipped and effects are exactly once.
+    """
+
+    def __init__(self, store: GraphStore, name: str = "graph") -> None:
+        self.store = store
+        self.name = name
+
+    async def open(self) -> None:
+        await self.store.open()
+
+    async def applied_seqs(self, sessions: Sequence[str]) -> dict[str, int]:
+        return await self.store.applied_seqs(self.name, sessions)
+
+    async def apply(self, events: Sequence[Event]) -> None:
+        await self.store.apply(self.name, [extract(event) for event in events])
+
+    async def close(self) -> None:
+        await self.store.close()

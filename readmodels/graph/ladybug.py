@@ -1,0 +1,275 @@
+"""`LadybugGraphStore`: the temporal memory graph embedded in LadybugDB (PyPI `ladybug`).
+
+LadybugDB is synchronous, so the store owns two threads: a writer (schema, batches, checkpoints) and a
+reader (queries and typed reads), each with its own connection, so the event loop never blocks and reads
+see the last committed state while a batch is being written. One batch is one write transaction holding
+the projection and the checkpoints: it commits whole or not at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+import ladybug
+
+from readmodels.graph import ladybug_reads as reads
+from readmodels.graph.cypher_guard import single_read_statement
+from readmodels.graph.ladybug_schema import apply_migrations, typed_rel_ddl
+from readmodels.graph.ladybug_writes import load_open_edges, load_snapshot, read_checkpoints, write_plan
+from readmodels.graph.model import EventProjection
+from readmodels.graph.protocol import GraphQueryError, GraphStoreError, ReadOnlyQueryError
+from readmodels.graph.records import (
+    EntityVersion,
+    EventRecord,
+    Neighbour,
+    ObservationRecord,
+    RelationEdge,
+    SourceCitationRecord,
+)
+from readmodels.graph.versioning import Resolver, load_request
+
+T = TypeVar("T")
+DEFAULT_CHECKPOINT_THRESHOLD = 256 * 1024 * 1024
+"""WAL bytes before LadybugDB folds the WAL into the database file. Its own default (a few MiB) makes
+nearly every batch commit pay for a checkpoint, which costs more than the batch itself."""
+_WRITE_REFUSED = "read-only transaction"
+
+
+def _rows(
+    connection: ladybug.Connection, cypher: str, params: Mapping[str, Any] | None
+) -> list[dict[str, Any]]:
+    result = connection.execute(cypher, dict(params or {}))
+    results = result if isinstance(result, list) else [result]
+    rows: list[dict[str, Any]] = []
+    for part in results:
+        columns = part.get_column_names()
+        while part.has_next():
+            values = part.get_next()
+            rows.append(dict(values) if isinstance(values, dict) else dict(zip(columns, values, strict=True)))
+    return rows
+
+
+def _rollback(connection: ladybug.Connection) -> None:
+    with contextlib.suppress(RuntimeError):  # a failed statement may already have ended the transaction
+        connection.execute("ROLLBACK")
+
+
+class LadybugGraphStore:
+    """`GraphStore` on an embedded LadybugDB database at `path` (created on first open)."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        buffer_pool_size: int = 0,
+        checkpoint_threshold: int = DEFAULT_CHECKPOINT_THRESHOLD,
+    ) -> None:
+        self.path = Path(path)
+        self._buffer_pool_size = buffer_pool_size
+        self._checkpoint_threshold = checkpoint_threshold
+        self._db: ladybug.Database | None = None
+        self._writer: ladybug.Connection | None = None
+        self._reader: ladybug.Connection | None = None
+        self._write_thread: ThreadPoolExecutor | None = None
+        self._read_thread: ThreadPoolExecutor | None = None
+        self._typed: set[str] = set()
+        self._lifecycle = asyncio.Lock()
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        async with self._lifecycle:
+            if self._db is None:
+                await self._open()
+
+    async def _open(self) -> None:
+        self._write_thread = ThreadPoolExecutor(1, thread_name_prefix="ladybug-write")
+        self._read_thread = ThreadPoolExecutor(1, thread_name_prefix="ladybug-read")
+        try:
+            await self._in_writer(self._open_sync)
+        except BaseException:
+            await self._in_writer(self._close_writer)
+            self._shutdown_threads()
+            raise
+
+    def _open_sync(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = ladybug.Database(
+            str(self.path),
+            buffer_pool_size=self._buffer_pool_size,
+            checkpoint_threshold=self._checkpoint_threshold,
+        )
+        self._writer = ladybug.Connection(self._db)
+        apply_migrations(self._write)
+        self._typed = self._rel_tables()
+
+    async def close(self) -> None:
+        async with self._lifecycle:
+            if self._db is not None:
+                await self._close()
+
+    async def _close(self) -> None:
+        if self._read_thread is not None:
+            await self._in_reader(self._close_reader)
+        await self._in_writer(self._close_writer)
+        self._shutdown_threads()
+
+    def _shutdown_threads(self) -> None:
+        for pool in (self._read_thread, self._write_thread):
+            if pool is not None:
+                pool.shutdown(wait=False)  # idle: their last job was awaited
+        self._read_thread = self._write_thread = None
+
+    def _close_reader(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def _close_writer(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    async def __aenter__(self) -> LadybugGraphStore:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- threads -----------------------------------------------------------------------------------------
+
+    async def _in_writer(self, fn: Callable[[], T]) -> T:
+        if self._write_thread is None:
+            raise GraphStoreError("the graph store is not open")
+        return await asyncio.get_running_loop().run_in_executor(self._write_thread, fn)
+
+    async def _in_reader(self, fn: Callable[[], T]) -> T:
+        if self._read_thread is None:
+            raise GraphStoreError("the graph store is not open")
+        return await asyncio.get_running_loop().run_in_executor(self._read_thread, fn)
+
+    def _write(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        assert self._writer is not None
+        return _rows(self._writer, cypher, params)
+
+    def _read(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        if self._reader is None:
+            assert self._db is not None
+            self._reader = ladybug.Connection(self._db)
+        return _rows(self._reader, cypher, params)
+
+    def _rel_tables(self) -> set[str]:
+        rows = self._write("CALL show_tables() RETURN name, type")
+        return {str(row["name"]) for row in rows if row["type"] == "REL"}
+
+    # -- writes ------------------------------------------------------------------------------------------
+
+    async def applied_seqs(self, projector: str, sessions: Sequence[str]) -> dict[str, int]:
+        wanted = list(dict.fromkeys(sessions))
+        return await self._in_reader(lambda: read_checkpoints(self._read, projector, wanted))
+
+    async def apply(self, projector: str, projections: Sequence[EventProjection]) -> int:
+        if not projections:
+            return 0
+        batch = list(projections)
+        return await self._in_writer(lambda: self._apply_sync(projector, batch))
+
+    def _apply_sync(self, projector: str, projections: list[EventProjection]) -> int:
+        self._write("BEGIN TRANSACTION")
+        try:
+            sessions = list(dict.fromkeys(p.event.session for p in projections))
+            applied = read_checkpoints(self._write, projector, sessions)
+            todo: list[EventProjection] = []
+            for projection in projections:
+                event = projection.event
+                if event.seq > applied.get(event.session, 0):
+                    applied[event.session] = event.seq
+                    todo.append(projection)
+            if todo:
+                snapshot = load_snapshot(self._write, load_request(todo))
+                probe = Resolver(snapshot)  # a first pass names the stored edges the batch needs
+                probe.resolve(todo)
+                snapshot.open_edges = load_open_edges(self._write, probe.demands)
+                plan = Resolver(snapshot).resolve(todo)
+                write_plan(self._write, plan, projector, self._ensure_typed)
+            self._write("COMMIT")
+        except BaseException:
+            _rollback(self._writer)  # type: ignore[arg-type]
+            self._typed = self._rel_tables()  # DDL of the failed batch was rolled back too
+            raise
+        return len(todo)
+
+    def _ensure_typed(self, label: str) -> None:
+        if label not in self._typed:
+            self._write(typed_rel_ddl(label))
+            self._typed.add(label)
+
+    # -- reads -------------------------------------------------------------------------------------------
+
+    async def query(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        statement = single_read_statement(cypher)
+        return await self._in_reader(lambda: self._query_sync(statement, params))
+
+    def _query_sync(self, statement: str, params: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        self._read("BEGIN TRANSACTION READ ONLY")
+        try:
+            return self._read(statement, params)
+        except RuntimeError as exc:
+            if _WRITE_REFUSED in str(exc):
+                raise ReadOnlyQueryError(f"graph queries are read-only; refused: {exc}") from None
+            raise GraphQueryError(str(exc)) from None
+        finally:
+            assert self._reader is not None
+            _rollback(self._reader)
+
+    async def events(self, session: str, *, from_seq: int = 1, limit: int | None = None) -> list[EventRecord]:
+        return await self._in_reader(lambda: reads.events(self._read, session, from_seq, limit))
+
+    async def entity_versions(self, session: str, name: str, entity_type: str) -> list[EntityVersion]:
+        return await self._in_reader(lambda: reads.entity_versions(self._read, session, name, entity_type))
+
+    async def entities(
+        self, session: str, *, as_of: str | None = None, entity_type: str | None = None
+    ) -> list[EntityVersion]:
+        return await self._in_reader(lambda: reads.entities(self._read, session, as_of, entity_type))
+
+    async def relations(
+        self,
+        session: str,
+        *,
+        as_of: str | None = None,
+        include_inferred: bool = True,
+        relation_type: str | None = None,
+    ) -> list[RelationEdge]:
+        return await self._in_reader(
+            lambda: reads.relations(self._read, session, as_of, include_inferred, relation_type)
+        )
+
+    async def neighbours(
+        self,
+        session: str,
+        name: str,
+        entity_type: str | None = None,
+        *,
+        depth: int = 1,
+        as_of: str | None = None,
+        include_inferred: bool = True,
+    ) -> list[Neighbour]:
+        return await self._in_reader(
+            lambda: reads.neighbours(self._read, session, name, entity_type, depth, as_of, include_inferred)
+        )
+
+    async def sources(self, session: str, *, path: str | None = None) -> list[SourceCitationRecord]:
+        return await self._in_reader(lambda: reads.sources(self._read, session, path))
+
+    async def observations(self, session: str, task_id: str) -> list[ObservationRecord]:
+        return await self._in_reader(lambda: reads.observations(self._read, session, task_id))

@@ -1,0 +1,279 @@
+"""The typed reads of `GraphStore` on LadybugDB (synchronous; `LadybugGraphStore` runs them in a thread)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from readmodels.graph.identity import decode_json, entity_key
+from readmodels.graph.ladybug_schema import EDGE_TYPES, ENTITY_TYPES, OBSERVATION_TABLES, Execute
+from readmodels.graph.model import canonical_ts
+from readmodels.graph.records import (
+    EntityVersion,
+    EventRecord,
+    Neighbour,
+    ObservationRecord,
+    RelationEdge,
+    SourceCitationRecord,
+)
+
+_ENTITY_COLUMNS = ", ".join(f"e.{name} AS {name}" for name in ENTITY_TYPES)
+_EDGE_COLUMNS = (
+    "a.uid AS a_uid, a.name AS a_name, a.entity_type AS a_type, "
+    "b.uid AS b_uid, b.name AS b_name, b.entity_type AS b_type, "
+    + ", ".join(f"r.{name} AS {name}" for name in EDGE_TYPES)
+)
+_EVENT_COLUMNS = ", ".join(
+    f"e.{name} AS {name}"
+    for name in (
+        "session",
+        "seq",
+        "hash",
+        "prev_hash",
+        "type",
+        "ts",
+        "actor",
+        "summary",
+        "citation",
+        "caused_by",
+    )
+)
+_OTHER_COLUMNS = ", ".join(f"o.{name} AS o_{name}" for name in ENTITY_TYPES)
+
+
+def window(var: str, as_of: str | None, params: dict[str, Any]) -> str:
+    """The Cypher condition 'current at as_of' for `var` (`as_of` None: still open)."""
+    if as_of is None:
+        return f"{var}.valid_to IS NULL"
+    params["as_of"] = canonical_ts(as_of)
+    return f"{var}.valid_from <= $as_of AND ({var}.valid_to IS NULL OR {var}.valid_to > $as_of)"
+
+
+def to_version(row: dict[str, Any], prefix: str = "") -> EntityVersion:
+    return EntityVersion(
+        uid=row[prefix + "uid"],
+        session=row[prefix + "session"],
+        name=row[prefix + "name"],
+        entity_type=row[prefix + "entity_type"],
+        summary=row[prefix + "summary"],
+        properties=decode_json(row[prefix + "properties"]),
+        valid_from=row[prefix + "valid_from"],
+        valid_to=row[prefix + "valid_to"],
+        version=row[prefix + "version"],
+        source_event_seq=row[prefix + "source_event_seq"],
+        source_event_hash=row[prefix + "source_event_hash"],
+        source_event_type=row[prefix + "source_event_type"],
+        source_thread=row[prefix + "source_thread"],
+    )
+
+
+def to_edge(row: dict[str, Any]) -> RelationEdge:
+    return RelationEdge(
+        uid=row["uid"],
+        session=row["session"],
+        relation_type=row["relation_type"],
+        source_uid=row["a_uid"],
+        source_name=row["a_name"],
+        source_entity_type=row["a_type"],
+        target_uid=row["b_uid"],
+        target_name=row["b_name"],
+        target_entity_type=row["b_type"],
+        properties=decode_json(row["properties"]),
+        valid_from=row["valid_from"],
+        valid_to=row["valid_to"],
+        source_event_seq=row["source_event_seq"],
+        source_event_hash=row["source_event_hash"],
+        source_event_type=row["source_event_type"],
+        source_thread=row["source_thread"],
+        inferred=bool(row["inferred"]),
+        confidence=row["confidence"],
+        inference_method=row["inference_method"],
+        evidence_event_hashes=list(row["evidence_event_hashes"] or []),
+        evidence_event_seqs=list(row["evidence_event_seqs"] or []),
+        evidence_citations=list(row["evidence_citations"] or []),
+        evidence_quotes=list(row["evidence_quotes"] or []),
+        edge_id=row["edge_id"],
+        review_status=row["review_status"],
+        authority_status=row["authority_status"],
+        derived_from_event_seq=row["derived_from_event_seq"],
+        derived_from_event_hash=row["derived_from_event_hash"],
+        carried_from=row["carried_from"],
+        carried_by_event_seq=row["carried_by_event_seq"],
+    )
+
+
+def events(execute: Execute, session: str, from_seq: int, limit: int | None) -> list[EventRecord]:
+    params: dict[str, Any] = {"session": session, "from_seq": from_seq}
+    tail = ""
+    if limit is not None:
+        params["limit"] = limit
+        tail = " LIMIT $limit"
+    rows = execute(
+        "MATCH (s:Session {id: $session}) MATCH (s)-[:HAS_EVENT]->(e:Event) WHERE e.seq >= $from_seq "
+        f"RETURN {_EVENT_COLUMNS} ORDER BY e.seq{tail}",
+        params,
+    )
+    return [EventRecord(**{**row, "caused_by": list(row["caused_by"] or [])}) for row in rows]
+
+
+def entity_versions(execute: Execute, session: str, name: str, entity_type: str) -> list[EntityVersion]:
+    rows = execute(
+        f"MATCH (e:Entity) WHERE e.key = $key RETURN {_ENTITY_COLUMNS} ORDER BY e.valid_from",
+        {"key": entity_key(session, name, entity_type)},
+    )
+    return [to_version(row) for row in rows]
+
+
+def entities(
+    execute: Execute, session: str, as_of: str | None, entity_type: str | None
+) -> list[EntityVersion]:
+    params: dict[str, Any] = {"session": session}
+    conditions = ["e.session = $session", window("e", as_of, params)]
+    if entity_type is not None:
+        params["entity_type"] = entity_type
+        conditions.append("e.entity_type = $entity_type")
+    rows = execute(
+        f"MATCH (e:Entity) WHERE {' AND '.join(conditions)} RETURN {_ENTITY_COLUMNS} "
+        "ORDER BY e.entity_type, e.name",
+        params,
+    )
+    return [to_version(row) for row in rows]
+
+
+def _edge_filters(
+    params: dict[str, Any], as_of: str | None, include_inferred: bool, relation_type: str | None
+) -> list[str]:
+    conditions = [window("r", as_of, params)]
+    if not include_inferred:
+        conditions.append("r.inferred = false")
+    if relation_type is not None:
+        params["relation_type"] = relation_type
+        conditions.append("r.relation_type = $relation_type")
+    return conditions
+
+
+def relations(
+    execute: Execute, session: str, as_of: str | None, include_inferred: bool, relation_type: str | None
+) -> list[RelationEdge]:
+    params: dict[str, Any] = {"session": session}
+    conditions = ["r.session = $session", *_edge_filters(params, as_of, include_inferred, relation_type)]
+    rows = execute(
+        f"MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE {' AND '.join(conditions)} RETURN {_EDGE_COLUMNS} "
+        "ORDER BY r.relation_type, a.name, b.name, r.valid_from",
+        params,
+    )
+    return [to_edge(row) for row in rows]
+
+
+def neighbours(
+    execute: Execute,
+    session: str,
+    name: str,
+    entity_type: str | None,
+    depth: int,
+    as_of: str | None,
+    include_inferred: bool,
+) -> list[Neighbour]:
+    params: dict[str, Any] = {"session": session, "name": name}
+    conditions = ["e.session = $session", "e.name = $name", window("e", as_of, params)]
+    if entity_type is not None:
+        params["entity_type"] = entity_type
+        conditions.append("e.entity_type = $entity_type")
+    start = execute(f"MATCH (e:Entity) WHERE {' AND '.join(conditions)} RETURN e.uid AS uid", params)
+    seen = {row["uid"] for row in start}
+    frontier = sorted(seen)
+    found: list[Neighbour] = []
+    edge_params: dict[str, Any] = {}
+    edge_conditions = " AND ".join(_edge_filters(edge_params, as_of, include_inferred, None))
+    for level in range(1, depth + 1):
+        if not frontier:
+            break
+        reached: dict[str, Neighbour] = {}
+        for pattern, other in (
+            ("MATCH (a:Entity {uid: uid}) MATCH (a)-[r:RELATES]->(b:Entity)", "b"),
+            ("MATCH (b:Entity {uid: uid}) MATCH (a:Entity)-[r:RELATES]->(b)", "a"),
+        ):
+            rows = execute(
+                f"UNWIND $uids AS uid {pattern} WHERE {edge_conditions} WITH a, r, b, {other} AS o "
+                f"RETURN {_EDGE_COLUMNS}, {_OTHER_COLUMNS}",
+                {**edge_params, "uids": frontier},
+            )
+            for row in rows:
+                uid = row["o_uid"]
+                if uid in seen:
+                    continue
+                candidate = Neighbour(entity=to_version(row, "o_"), depth=level, via=to_edge(row))
+                best = reached.get(uid)
+                if best is None or candidate.via.uid < best.via.uid:
+                    reached[uid] = candidate
+        seen.update(reached)
+        frontier = sorted(reached)
+        found.extend(sorted(reached.values(), key=lambda n: (n.entity.entity_type, n.entity.name)))
+    return found
+
+
+def sources(execute: Execute, session: str, path: str | None) -> list[SourceCitationRecord]:
+    params: dict[str, Any] = {"session": session}
+    condition = "s.session = $session"
+    if path is not None:
+        params["path"] = path
+        condition += " AND s.path = $path"
+    columns = (
+        "s.uid AS source_uid, s.session AS session, s.path AS path, s.line_start AS line_start, "
+        "s.line_end AS line_end, s.checksum AS checksum, s.text AS text, c.source_event_seq AS seq"
+    )
+    records: list[SourceCitationRecord] = []
+    for row in execute(
+        f"MATCH (v:Event)-[c:CITES_SOURCE]->(s:Source) WHERE {condition} RETURN {columns}", params
+    ):
+        records.append(SourceCitationRecord(**_source_fields(row)))
+    for row in execute(
+        f"MATCH (e:Entity)-[c:CITES_SOURCE]->(s:Source) WHERE {condition} RETURN {columns}, "
+        "e.uid AS entity_uid, e.name AS entity_name, e.entity_type AS entity_type",
+        params,
+    ):
+        records.append(
+            SourceCitationRecord(
+                **_source_fields(row),
+                entity_uid=row["entity_uid"],
+                entity_name=row["entity_name"],
+                entity_type=row["entity_type"],
+            )
+        )
+    return sorted(
+        records,
+        key=lambda r: (r.cited_by_event_seq, r.path, r.line_start or 0, r.line_end or 0, r.entity_uid or ""),
+    )
+
+
+def _source_fields(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "source_uid": row["source_uid"],
+        "session": row["session"],
+        "path": row["path"],
+        "line_start": row["line_start"],
+        "line_end": row["line_end"],
+        "checksum": row["checksum"],
+        "text": row["text"],
+        "cited_by_event_seq": row["seq"],
+    }
+
+
+def observations(execute: Execute, session: str, task_id: str) -> list[ObservationRecord]:
+    rows = execute(
+        f"MATCH (t:Entity) WHERE t.key = $key MATCH (t)-[o:{'|'.join(OBSERVATION_TABLES)}]->(v:Event) "
+        "RETURN label(o) AS kind, v.seq AS seq, v.type AS type, v.ts AS ts, t.uid AS task_uid "
+        "ORDER BY v.seq, kind",
+        {"key": entity_key(session, task_id, "task")},
+    )
+    return [
+        ObservationRecord(
+            task_id=task_id,
+            kind=row["kind"],
+            session=session,
+            seq=row["seq"],
+            event_type=row["type"],
+            ts=row["ts"],
+            task_version_uid=row["task_uid"],
+        )
+        for row in rows
+    ]

@@ -1,0 +1,248 @@
+"""LadybugDB schema: named, idempotent migrations recorded as `Migration` nodes with checksums.
+
+`schema_plan()` returns the plan (names, checksums, statements) without touching any database, for
+`eventloom schema-plan`. `apply_migrations()` applies what is missing, one transaction per migration, and
+refuses to go on when an applied migration's checksum no longer matches the code: a migration is never
+edited in place, a new one is added instead. Typed relationship tables (one per relation type) are not
+migrations: they are created on demand, inside the batch that first needs them, by `typed_rel_ddl`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from readmodels.graph.protocol import MigrationChecksumError, PlannedMigration
+
+Execute = Callable[[str, dict[str, Any] | None], list[dict[str, Any]]]
+
+EVENT_TYPES: Final[dict[str, str]] = {
+    "uid": "STRING",
+    "session": "STRING",
+    "seq": "INT64",
+    "hash": "STRING",
+    "prev_hash": "STRING",
+    "type": "STRING",
+    "ts": "STRING",
+    "actor": "STRING",
+    "summary": "STRING",
+    "citation": "STRING",
+    "caused_by": "STRING[]",
+}
+ENTITY_TYPES: Final[dict[str, str]] = {
+    "uid": "STRING",
+    "key": "STRING",
+    "session": "STRING",
+    "name": "STRING",
+    "entity_type": "STRING",
+    "summary": "STRING",
+    "properties": "STRING",
+    "valid_from": "STRING",
+    "valid_to": "STRING",
+    "version": "INT64",
+    "source_event_seq": "INT64",
+    "source_event_hash": "STRING",
+    "source_event_type": "STRING",
+    "source_thread": "STRING",
+}
+EDGE_TYPES: Final[dict[str, str]] = {
+    "uid": "STRING",
+    "key": "STRING",
+    "triple": "STRING",
+    "session": "STRING",
+    "relation_type": "STRING",
+    "properties": "STRING",
+    "valid_from": "STRING",
+    "valid_to": "STRING",
+    "source_event_seq": "INT64",
+    "source_event_hash": "STRING",
+    "source_event_type": "STRING",
+    "source_thread": "STRING",
+    "inferred": "BOOLEAN",
+    "confidence": "DOUBLE",
+    "inference_method": "STRING",
+    "evidence_event_hashes": "STRING[]",
+    "evidence_event_seqs": "INT64[]",
+    "evidence_citations": "STRING[]",
+    "evidence_quotes": "STRING[]",
+    "edge_id": "STRING",
+    "review_status": "STRING",
+    "authority_status": "STRING",
+    "derived_from_event_seq": "INT64",
+    "derived_from_event_hash": "STRING",
+    "carried_from": "STRING",
+    "carried_by_event_seq": "INT64",
+    "content": "STRING",
+}
+AUDIT_FIELDS: Final = (
+    "inferred",
+    "confidence",
+    "inference_method",
+    "evidence_event_hashes",
+    "evidence_event_seqs",
+    "evidence_citations",
+    "evidence_quotes",
+    "edge_id",
+    "review_status",
+    "authority_status",
+)
+"""The inferred-edge audit fields: on `RELATES`, every typed relationship and `PROJECTED_RELATION`."""
+PROJECTED_RELATION_TYPES: Final[dict[str, str]] = {
+    "uid": "STRING",  # the edge's uid
+    "relation_type": "STRING",
+    "action": "STRING",
+    "target_uid": "STRING",
+    "valid_from": "STRING",
+    "valid_to": "STRING",
+    **{name: EDGE_TYPES[name] for name in AUDIT_FIELDS},
+}
+CITATION_TYPES: Final[dict[str, str]] = {
+    "path": "STRING",
+    "line_start": "INT64",
+    "line_end": "INT64",
+    "checksum": "STRING",
+    "source_event_seq": "INT64",
+    "source_event_hash": "STRING",
+}
+OBSERVATION_TYPES: Final[dict[str, str]] = {
+    "task_id": "STRING",
+    "session": "STRING",
+    "seq": "INT64",
+    "ts": "STRING",
+}
+OBSERVATION_TABLES: Final = ("OBSERVED_COMMAND", "OBSERVED_FILE_EDIT", "OBSERVED_TOOL_CALL", "HAS_CHECKPOINT")
+
+
+def _columns(types: dict[str, str], primary_key: str | None = None) -> str:
+    columns = [f"{name} {kind}" for name, kind in types.items()]
+    if primary_key is not None:
+        columns.append(f"PRIMARY KEY({primary_key})")
+    return ", ".join(columns)
+
+
+def typed_rel_ddl(label: str) -> str:
+    """DDL of a typed relationship table; `label` must come from `identity.typed_label`."""
+    return f"CREATE REL TABLE IF NOT EXISTS `{label}`(FROM Entity TO Entity, {_columns(EDGE_TYPES)})"
+
+
+_MIGRATION_TABLE = (
+    "CREATE NODE TABLE IF NOT EXISTS Migration("
+    "name STRING, checksum STRING, statements INT64, applied_at STRING, PRIMARY KEY(name))"
+)
+
+_MIGRATIONS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
+    ("0000_migration_table", (_MIGRATION_TABLE,)),
+    (
+        "0001_nodes",
+        (
+            "CREATE NODE TABLE IF NOT EXISTS Session(id STRING, first_seq INT64, first_ts STRING, "
+            "last_seq INT64, last_ts STRING, last_hash STRING, event_count INT64, PRIMARY KEY(id))",
+            f"CREATE NODE TABLE IF NOT EXISTS Event({_columns(EVENT_TYPES, 'uid')})",
+            f"CREATE NODE TABLE IF NOT EXISTS Entity({_columns(ENTITY_TYPES, 'uid')})",
+            "CREATE NODE TABLE IF NOT EXISTS EntityKey(key STRING, session STRING, name STRING, "
+            "entity_type STRING, name_key STRING, latest_uid STRING, versions INT64, PRIMARY KEY(key))",
+            "CREATE NODE TABLE IF NOT EXISTS Source(uid STRING, session STRING, path STRING, "
+            "line_start INT64, line_end INT64, checksum STRING, text STRING, PRIMARY KEY(uid))",
+            "CREATE NODE TABLE IF NOT EXISTS Checkpoint(id STRING, projector STRING, session STRING, "
+            "seq INT64, event_hash STRING, PRIMARY KEY(id))",
+        ),
+    ),
+    (
+        "0002_spine_and_versions",
+        (
+            "CREATE REL TABLE IF NOT EXISTS HAS_EVENT(FROM Session TO Event)",
+            "CREATE REL TABLE IF NOT EXISTS NEXT_EVENT(FROM Event TO Event)",
+            "CREATE REL TABLE IF NOT EXISTS PREVIOUS_EVENT(FROM Event TO Event)",
+            "CREATE REL TABLE IF NOT EXISTS SUPERSEDED_BY(FROM Entity TO Entity, at STRING)",
+            "CREATE REL TABLE IF NOT EXISTS PREVIOUS_VERSION(FROM Entity TO Entity, at STRING)",
+        ),
+    ),
+    (
+        "0003_relations",
+        (
+            f"CREATE REL TABLE IF NOT EXISTS RELATES(FROM Entity TO Entity, {_columns(EDGE_TYPES)})",
+            "CREATE REL TABLE IF NOT EXISTS PROJECTED_ENTITY(FROM Event TO Entity, action STRING)",
+            "CREATE REL TABLE IF NOT EXISTS PROJECTED_RELATION(FROM Event TO Entity, "
+            f"{_columns(PROJECTED_RELATION_TYPES)})",
+        ),
+    ),
+    (
+        "0004_sources_and_observations",
+        (
+            "CREATE REL TABLE IF NOT EXISTS CITES_SOURCE(FROM Event TO Source, FROM Entity TO Source, "
+            f"{_columns(CITATION_TYPES)})",
+            *(
+                f"CREATE REL TABLE IF NOT EXISTS {table}(FROM Entity TO Event, {_columns(OBSERVATION_TYPES)})"
+                for table in OBSERVATION_TABLES
+            ),
+        ),
+    ),
+)
+
+
+def checksum(statements: tuple[str, ...]) -> str:
+    return "sha256:" + hashlib.sha256("\n".join(statements).encode("utf-8")).hexdigest()
+
+
+def schema_plan() -> list[PlannedMigration]:
+    """Every migration, in order, with its checksum. Pure: touches no database."""
+    return [
+        PlannedMigration(name=name, checksum=checksum(statements), statements=statements)
+        for name, statements in _MIGRATIONS
+    ]
+
+
+def applied_migrations(execute: Execute) -> dict[str, str]:
+    """name -> recorded checksum of the migrations applied to this database."""
+    tables = {str(row["name"]) for row in execute("CALL show_tables() RETURN name", None)}
+    if "Migration" not in tables:
+        return {}
+    rows = execute("MATCH (m:Migration) RETURN m.name AS name, m.checksum AS checksum", None)
+    return {str(row["name"]): str(row["checksum"]) for row in rows}
+
+
+def apply_migrations(
+    execute: Execute, plan: list[PlannedMigration] | None = None, *, now: str | None = None
+) -> list[str]:
+    """Apply the missing migrations (each in its own transaction); return the names applied.
+
+    Raises `MigrationChecksumError`, before applying anything, when an applied migration's recorded
+    checksum differs from the plan's.
+    """
+    plan = schema_plan() if plan is None else plan
+    recorded = applied_migrations(execute)
+    for migration in plan:
+        known = recorded.get(migration.name)
+        if known is not None and known != migration.checksum:
+            raise MigrationChecksumError(
+                f"migration {migration.name} was applied with checksum {known}, but the code now has "
+                f"{migration.checksum}; never edit an applied migration, add a new one"
+            )
+    applied: list[str] = []
+    for migration in plan:
+        if migration.name in recorded:
+            continue
+        execute("BEGIN TRANSACTION", None)
+        try:
+            for statement in migration.statements:
+                execute(statement, None)
+            execute(
+                "CREATE (m:Migration {name: $name, checksum: $checksum, statements: $count, "
+                "applied_at: $at})",
+                {
+                    "name": migration.name,
+                    "checksum": migration.checksum,
+                    "count": migration.statement_count,
+                    "at": now or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                },
+            )
+            execute("COMMIT", None)
+        except BaseException:
+            with contextlib.suppress(RuntimeError):  # a failed statement may already have rolled back
+                execute("ROLLBACK", None)
+            raise
+        applied.append(migration.name)
+    return applied

@@ -1,0 +1,166 @@
+"""LadybugDB-specific behaviour: one transaction per batch, rollback of everything (DDL too), threads."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from projectors.graph.extract import extract
+from readmodels.graph import ladybug as ladybug_store
+from readmodels.graph import ladybug_writes
+from readmodels.graph.ladybug import LadybugGraphStore
+from readmodels.graph.protocol import GraphStoreError
+from tests.test_graph_contract import fact, work_story
+from tests.test_graph_support import SessionLog, count, dump
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[LadybugGraphStore]:
+    graph = LadybugGraphStore(tmp_path / "graph.lbug")
+    await graph.open()
+    try:
+        yield graph
+    finally:
+        await graph.close()
+
+
+class Boom(RuntimeError):
+    pass
+
+
+async def test_a_failing_batch_leaves_neither_data_nor_checkpoint(
+    store: LadybugGraphStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = work_story()
+    real = ladybug_writes.write_plan
+
+    def write_then_fail(*args: Any, **kwargs: Any) -> None:
+        real(*args, **kwargs)  # everything, checkpoint included, is written ...
+        raise Boom("the commit never happens")
+
+    monkeypatch.setattr(ladybug_store, "write_plan", write_then_fail)
+    with pytest.raises(Boom):
+        await store.apply("graph", [extract(e) for e in log.events])
+    assert await store.applied_seqs("graph", ["s1"]) == {}
+    for label in ("Event", "Session", "Entity", "EntityKey", "Source", "Checkpoint"):
+        assert await count(store, f"(n:{label})") == 0
+    monkeypatch.undo()
+    assert await store.apply("graph", [extract(e) for e in log.events]) == len(log.events)
+
+
+async def test_a_batch_failing_midway_keeps_the_previous_state(
+    store: LadybugGraphStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = work_story()
+    await store.apply("graph", [extract(e) for e in log.events[:4]])
+    before = await dump(store, "s1")
+
+    def fail(*args: Any) -> None:
+        raise Boom("disk full")
+
+    monkeypatch.setattr(ladybug_writes, "_write_sources_and_observations", fail)
+    with pytest.raises(Boom):
+        await store.apply("graph", [extract(e) for e in log.events[4:]])
+    assert await dump(store, "s1") == before
+    assert await store.applied_seqs("graph", ["s1"]) == {"s1": 4}
+
+
+async def test_typed_tables_created_by_a_failed_batch_are_rolled_back_too(
+    store: LadybugGraphStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = SessionLog()
+    log.add("memory.fact.asserted", fact(relations=[("a", "brand_new_relation", "b")]))
+
+    def fail(*args: Any) -> None:
+        raise Boom("after the DDL")
+
+    monkeypatch.setattr(ladybug_writes, "_write_sources_and_observations", fail)
+    with pytest.raises(Boom):
+        await store.apply("graph", [extract(e) for e in log.events])
+    tables = {row["name"] for row in await store.query("CALL show_tables() RETURN name")}
+    assert "BRAND_NEW_RELATION" not in tables
+    monkeypatch.undo()
+    await store.apply("graph", [extract(e) for e in log.events])  # the table is created again
+    assert await count(store, "(a:Entity)-[r:BRAND_NEW_RELATION]->(b:Entity)") == 1
+
+
+async def test_data_and_checkpoints_survive_a_restart(tmp_path: Path) -> None:
+    log = work_story()
+    first = LadybugGraphStore(tmp_path / "graph.lbug")
+    await first.open()
+    await first.apply("graph", [extract(e) for e in log.events])
+    before = await dump(first, "s1")
+    await first.close()
+    second = LadybugGraphStore(tmp_path / "graph.lbug")
+    async with second:
+        assert await second.applied_seqs("graph", ["s1"]) == {"s1": len(log.events)}
+        assert await dump(second, "s1") == before
+        assert await second.apply("graph", [extract(e) for e in log.events]) == 0
+
+
+async def test_the_event_loop_keeps_running_while_a_batch_is_written(store: LadybugGraphStore) -> None:
+    log = SessionLog()
+    for n in range(400):
+        log.add(
+            "memory.fact.asserted",
+            fact((f"entity-{n}", "thing", f"v{n}"), relations=[(f"entity-{n}", "next", "hub")]),
+        )
+    ticks = 0
+    done = False
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not done:
+            ticks += 1
+            await asyncio.sleep(0.001)
+
+    task = asyncio.create_task(ticker())
+    started = time.perf_counter()
+    await store.apply("graph", [extract(e) for e in log.events])
+    elapsed = time.perf_counter() - started
+    done = True
+    await task
+    assert ticks >= min(5, int(elapsed / 0.002))
+
+
+async def test_reads_see_the_last_committed_state_during_a_write(
+    store: LadybugGraphStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = work_story()
+    await store.apply("graph", [extract(e) for e in log.events[:3]])
+    real = ladybug_writes.write_plan
+    loop = asyncio.get_running_loop()
+    written = asyncio.Event()
+    release = asyncio.Event()
+
+    def slow(*args: Any, **kwargs: Any) -> None:
+        real(*args, **kwargs)
+        loop.call_soon_threadsafe(written.set)
+        asyncio.run_coroutine_threadsafe(release.wait(), loop).result(10)
+
+    monkeypatch.setattr(ladybug_store, "write_plan", slow)
+    applying = asyncio.create_task(store.apply("graph", [extract(e) for e in log.events[3:]]))
+    await asyncio.wait_for(written.wait(), 10)
+    assert len(await store.events("s1")) == 3  # uncommitted rows are invisible to readers
+    release.set()
+    await applying
+    assert len(await store.events("s1")) == len(log.events)
+
+
+async def test_a_closed_store_says_so(tmp_path: Path) -> None:
+    graph = LadybugGraphStore(tmp_path / "graph.lbug")
+    with pytest.raises(GraphStoreError, match="not open"):
+        await graph.entities("s1")
+    await graph.open()
+    await graph.open()  # idempotent
+    await graph.close()
+    await graph.close()
+    with pytest.raises(GraphStoreError, match="not open"):
+        await graph.apply("graph", [extract(work_story().events[0])])

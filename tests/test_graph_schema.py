@@ -1,0 +1,151 @@
+"""LadybugDB schema: a side-effect-free plan, idempotent migrations with checksums, changed ones refused."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import ladybug
+import pytest
+
+from readmodels.graph.identity import typed_label
+from readmodels.graph.ladybug import LadybugGraphStore
+from readmodels.graph.ladybug_schema import Execute, apply_migrations, schema_plan, typed_rel_ddl
+from readmodels.graph.protocol import MigrationChecksumError, PlannedMigration
+
+pytestmark = pytest.mark.anyio
+
+
+def test_the_plan_is_pure_and_stable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    first, second = schema_plan(), schema_plan()
+    assert first == second
+    assert list(tmp_path.iterdir()) == []  # nothing was created
+    names = [m.name for m in first]
+    assert names == sorted(names) and len(set(names)) == len(names)
+    for migration in first:
+        assert (
+            migration.checksum
+            == "sha256:" + hashlib.sha256("\n".join(migration.statements).encode()).hexdigest()
+        )
+        assert migration.statement_count == len(migration.statements) > 0
+        assert all("IF NOT EXISTS" in statement for statement in migration.statements)
+    tables = " ".join(s for m in first for s in m.statements)
+    for table in (
+        "Session",
+        "Event",
+        "Entity",
+        "EntityKey",
+        "Source",
+        "Checkpoint",
+        "Migration",
+        "HAS_EVENT",
+        "NEXT_EVENT",
+        "PREVIOUS_EVENT",
+        "SUPERSEDED_BY",
+        "PREVIOUS_VERSION",
+        "RELATES",
+        "PROJECTED_ENTITY",
+        "PROJECTED_RELATION",
+        "CITES_SOURCE",
+        "OBSERVED_COMMAND",
+        "OBSERVED_FILE_EDIT",
+        "OBSERVED_TOOL_CALL",
+        "HAS_CHECKPOINT",
+    ):
+        assert f"EXISTS {table}(" in tables
+
+
+async def test_migrations_are_recorded_with_checksums_and_applied_once(tmp_path: Path) -> None:
+    store = LadybugGraphStore(tmp_path / "g.lbug")
+    await store.open()
+    rows = await store.query(
+        "MATCH (m:Migration) RETURN m.name AS name, m.checksum AS checksum, m.statements AS n, "
+        "m.applied_at AS at ORDER BY name"
+    )
+    await store.close()
+    plan = schema_plan()
+    assert [(r["name"], r["checksum"], r["n"]) for r in rows] == [
+        (m.name, m.checksum, m.statement_count) for m in plan
+    ]
+    assert all(r["at"].endswith("Z") for r in rows)
+
+    reopened = LadybugGraphStore(tmp_path / "g.lbug")
+    await reopened.open()
+    again = await reopened.query(
+        "MATCH (m:Migration) RETURN m.name AS name, m.checksum AS checksum, "
+        "m.statements AS n, m.applied_at AS at ORDER BY name"
+    )
+    await reopened.close()
+    assert again == rows  # nothing re-applied, not even re-recorded
+
+
+def _raw(path: Path) -> tuple[ladybug.Database, ladybug.Connection]:
+    db = ladybug.Database(str(path))
+    return db, ladybug.Connection(db)
+
+
+def _execute(conn: ladybug.Connection) -> Execute:
+    def execute(cypher: str, params: dict[str, Any] | None) -> list[dict[str, Any]]:
+        result = conn.execute(cypher, params or {})
+        assert not isinstance(result, list)
+        names = result.get_column_names()
+        rows: list[dict[str, Any]] = []
+        while result.has_next():
+            row = result.get_next()
+            rows.append(row if isinstance(row, dict) else dict(zip(names, row, strict=True)))
+        return rows
+
+    return execute
+
+
+def test_apply_is_idempotent_and_a_changed_checksum_is_refused(tmp_path: Path) -> None:
+    db, conn = _raw(tmp_path / "g.lbug")
+    try:
+        execute = _execute(conn)
+        assert apply_migrations(execute) == [m.name for m in schema_plan()]
+        assert apply_migrations(execute) == []
+        edited = [*schema_plan()]
+        changed = edited[2]
+        edited[2] = PlannedMigration(
+            name=changed.name,
+            checksum="sha256:" + "0" * 64,
+            statements=(
+                *changed.statements,
+                "CREATE NODE TABLE IF NOT EXISTS Sneaky(id STRING, PRIMARY KEY(id))",
+            ),
+        )
+        extra = PlannedMigration(
+            name="9999_later",
+            checksum="sha256:1",
+            statements=("CREATE NODE TABLE IF NOT EXISTS Later(id STRING, PRIMARY KEY(id))",),
+        )
+        with pytest.raises(MigrationChecksumError, match=changed.name):
+            apply_migrations(execute, [*edited, extra])
+        tables = {row["name"] for row in execute("CALL show_tables() RETURN name", None)}
+        assert not {"Sneaky", "Later"} & tables  # refused before anything was applied
+        assert apply_migrations(execute, [*schema_plan(), extra]) == ["9999_later"]
+    finally:
+        conn.close()
+        db.close()
+
+
+async def test_the_store_refuses_to_open_a_database_with_a_tampered_migration(tmp_path: Path) -> None:
+    store = LadybugGraphStore(tmp_path / "g.lbug")
+    await store.open()
+    await store.close()
+    db, conn = _raw(tmp_path / "g.lbug")
+    conn.execute("MATCH (m:Migration {name: '0003_relations'}) SET m.checksum = 'sha256:edited'")
+    conn.close()
+    db.close()
+    with pytest.raises(MigrationChecksumError, match="0003_relations"):
+        await LadybugGraphStore(tmp_path / "g.lbug").open()
+
+
+def test_typed_relationship_ddl_only_takes_validated_labels() -> None:
+    assert typed_rel_ddl(typed_label("depends_on")).startswith(
+        "CREATE REL TABLE IF NOT EXISTS `DEPENDS_ON`(FROM Entity TO Entity, uid STRING"
+    )
+    assert typed_label("relates") == "REL_RELATES"
+    assert typed_label("rel_x") == "REL_REL_X"
