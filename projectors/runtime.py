@@ -22,7 +22,7 @@ from nats.aio.msg import Msg
 
 from eventloom.bus.consumer import ConsumerSpec, DurableConsumer
 from eventloom.bus.stream import StreamLayout
-from eventloom.dlq import DeadLetter, dead_letter, forget_dead_letter, take_retry_requests
+from eventloom.dlq import DeadLetter, dead_letter, forget_dead_letter, list_dead_letters, take_retry_requests
 from eventloom.errors import ReadModelUnavailableError
 from eventloom.event import Event, decode_event
 from eventloom.tail import event_at
@@ -95,13 +95,16 @@ class ProjectorRunner:
             ),
         )
         self._stats_publisher = StatsPublisher(client, self.consumer)
-        self._blocked: dict[str, int] = {}  # session -> seq of the event its session waits behind
+        self._dead: set[tuple[str, int]] = set()  # (session, seq) this consumer dead-lettered
+        self.in_order = role != "producer"  # producers are fenced per derivation; order does not matter
         self.stats = RunnerStats()
         self.ready = asyncio.Event()
 
     async def run(self, stop: asyncio.Event) -> None:
         await self.projector.open()
         await self._consumer.open()
+        letters = await list_dead_letters(self._client, self.consumer)
+        self._dead = {(d.session, d.seq) for d in letters if d.session is not None and d.seq is not None}
         if self.adopt_swaps:
             await self._follow_swap()  # a swap may have happened while this worker was down
         self.ready.set()
@@ -130,16 +133,21 @@ class ProjectorRunner:
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                 await self._dead_letter(message, None, f"not a valid event: {exc}")
         applied = await self._applied_seqs(items)
+        expected: dict[str, int] = {}
         ready: list[_Item] = []
         for item in items:
             event = item.event
-            if event.seq <= applied.get(event.session, 0):
+            applied_seq = applied.get(event.session, 0)
+            if event.seq <= applied_seq:
                 self.stats.skipped += 1
                 await item.message.ack()
-            elif self._waits_behind_blocker(event):
-                await item.message.nak(delay=self.options.backoff_s[0])
-            else:
-                ready.append(item)
+                continue
+            next_seq = expected.get(event.session, applied_seq + 1)
+            if self.in_order and not self._only_dead_letters_between(event.session, next_seq, event.seq):
+                await item.message.nak(delay=self.options.backoff_s[0])  # a predecessor is still pending
+                continue
+            ready.append(item)
+            expected[event.session] = event.seq + 1
         if not ready:
             return
         try:
@@ -148,7 +156,6 @@ class ProjectorRunner:
             await self._apply_one_by_one(ready)
             return
         for item in ready:
-            self._blocked.pop(item.event.session, None)
             await item.message.ack()
         self.stats.applied += len(ready)
 
@@ -169,7 +176,6 @@ class ProjectorRunner:
             await projector.open()
         await self._consumer.restart_from(swap.resume_stream_seq)
         await asyncio.to_thread(generations.adopt, self.consumer, swap.generation)
-        self._blocked.clear()
 
     async def _retry_requested(self) -> None:
         """Apply dead letters that `eventloom dlq retry` queued for this consumer; forget those that work."""
@@ -194,33 +200,37 @@ class ProjectorRunner:
         sessions = sorted({item.event.session for item in items})
         return await self._with_store(lambda: self.projector.applied_seqs(sessions))
 
-    def _waits_behind_blocker(self, event: Event) -> bool:
-        blocker = self._blocked.get(event.session)
-        return blocker is not None and event.seq != blocker
+    def _only_dead_letters_between(self, session: str, next_seq: int, seq: int) -> bool:
+        """True when every seq from `next_seq` up to `seq` (exclusive) was dead-lettered by this consumer.
+
+        Order is checked against the read model's own checkpoint, so it holds across restarts too: an event
+        is applied only after its predecessor was applied or dead-lettered.
+        """
+        return all((session, missing) in self._dead for missing in range(next_seq, seq))
 
     async def _apply_one_by_one(self, items: list[_Item]) -> None:
+        failed_sessions: set[str] = set()
         for item in items:
             event = item.event
-            if self._waits_behind_blocker(event):
-                await item.message.nak(delay=self.options.backoff_s[0])
+            if event.session in failed_sessions:
+                await item.message.nak(delay=self.options.backoff_s[0])  # waits behind the failed one
                 continue
             try:
                 await self._with_store(lambda event=event: self.projector.apply([event]))  # type: ignore[misc]
             except Exception as exc:
-                await self._failed(item, exc)
+                if not await self._failed(item, exc):
+                    failed_sessions.add(event.session)
                 continue
-            self._blocked.pop(event.session, None)
             self.stats.applied += 1
             await item.message.ack()
 
-    async def _failed(self, item: _Item, error: Exception) -> None:
+    async def _failed(self, item: _Item, error: Exception) -> bool:
+        """Dead-letter after the last attempt (True), else ask for a later redelivery (False)."""
         attempts = item.message.metadata.num_delivered or 1
         event = item.event
         if attempts >= self.options.max_deliver:
-            self._blocked.pop(event.session, None)
             await self._dead_letter(item.message, event, f"{type(error).__name__}: {error}", attempts)
-            return
-        self._blocked[event.session] = event.seq
+            return True
         delay = self.options.backoff_s[min(attempts - 1, len(self.options.backoff_s) - 1)]
         log.warning(
             "%s: %s#%s failed (attempt %s), retrying in %ss: %s",
@@ -232,6 +242,7 @@ class ProjectorRunner:
             error,
         )
         await item.message.nak(delay=delay)
+        return False
 
     async def _with_store(self, call: Callable[[], Awaitable[T]]) -> T:
         """Retry while the read model is unavailable: pause, never ack, never dead-letter."""
@@ -249,6 +260,8 @@ class ProjectorRunner:
 
     async def _dead_letter(self, message: Msg, event: Event | None, error: str, attempts: int = 1) -> None:
         self.stats.dead_lettered += 1
+        if event is not None:
+            self._dead.add((event.session, event.seq))
         await dead_letter(
             self._client,
             DeadLetter(

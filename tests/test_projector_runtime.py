@@ -230,3 +230,24 @@ async def test_dlq_retry_applies_the_event_once_the_projector_is_fixed(
         await task
     assert await list_dead_letters(log.client, runner.consumer) == []
     assert counts(settings) == {("s0", "note.added"): 1}
+
+
+async def test_a_restart_while_an_event_waits_for_retry_keeps_its_session_in_order(
+    log: EventLog, settings: Settings
+) -> None:
+    await log.append("s0", "note.added", "t", {"n": 1})
+    await log.append("s0", "note.added", "t", {"explode": True})
+    await log.append("s0", "note.added", "t", {"n": 3})
+    patient = RunnerOptions(batch=50, max_deliver=10, backoff_s=(1.0,), fetch_timeout_s=0.2)
+    first = ProjectorRunner(log.client, log.layout, load_projector("type-counts", settings), options=patient)
+    stop = asyncio.Event()
+    task = asyncio.create_task(first.run(stop))
+    await asyncio.wait_for(first.ready.wait(), 15)
+    while first.stats.applied == 0:  # seq 1 applied, seq 2 failed and waits for its redelivery
+        await asyncio.sleep(0.02)
+    stop.set()
+    await task
+    (settings.data_dir / "readmodels" / "type-counts" / "accept-explosions").touch()
+    async with running(log, load_projector("type-counts", settings)) as second:
+        await drained(log, second)
+    assert counts(settings) == {("s0", "note.added"): 3}, "seq 3 overtook seq 2 and seq 2 was skipped"
