@@ -15,8 +15,7 @@ from readmodels.graph import ladybug as ladybug_store
 from readmodels.graph import ladybug_writes
 from readmodels.graph.ladybug import LadybugGraphStore
 from readmodels.graph.protocol import GraphStoreError
-from tests.test_graph_contract import fact, work_story
-from tests.test_graph_support import SessionLog, count, dump
+from tests.test_graph_support import SessionLog, count, dump, fact, work_story
 
 pytestmark = pytest.mark.anyio
 
@@ -164,3 +163,16 @@ async def test_a_closed_store_says_so(tmp_path: Path) -> None:
     await graph.close()
     with pytest.raises(GraphStoreError, match="not open"):
         await graph.apply("graph", [extract(work_story().events[0])])
+
+
+async def test_calls_made_while_the_store_opens_wait_for_it(tmp_path: Path) -> None:
+    graph = LadybugGraphStore(tmp_path / "graph.lbug")
+    opening = asyncio.create_task(graph.open())
+    await asyncio.sleep(0)  # the open is under way (migrations run in the writer thread)
+    assert await graph.entities("s1") == []
+    await opening
+    closing = asyncio.create_task(graph.close())
+    await asyncio.sleep(0)
+    with pytest.raises(GraphStoreError, match="not open"):
+        await graph.entities("s1")
+    await closing

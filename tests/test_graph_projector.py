@@ -9,8 +9,7 @@ import pytest
 from projectors.graph import GraphProjector
 from projectors.protocol import Projector
 from readmodels.graph.ladybug import LadybugGraphStore
-from tests.test_graph_contract import work_story
-from tests.test_graph_support import SessionLog, dump
+from tests.test_graph_support import SessionLog, dump, work_story
 
 pytestmark = pytest.mark.anyio
 

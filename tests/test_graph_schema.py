@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 from typing import Any
 
 import ladybug
 import pytest
 
+from projectors.graph.extract import extract
 from readmodels.graph.identity import typed_label
 from readmodels.graph.ladybug import LadybugGraphStore
 from readmodels.graph.ladybug_schema import Execute, apply_migrations, schema_plan, typed_rel_ddl
 from readmodels.graph.protocol import MigrationChecksumError, PlannedMigration
+from tests.test_graph_support import work_story
 
 pytestmark = pytest.mark.anyio
 
@@ -149,3 +152,33 @@ def test_typed_relationship_ddl_only_takes_validated_labels() -> None:
     )
     assert typed_label("relates") == "REL_RELATES"
     assert typed_label("rel_x") == "REL_REL_X"
+
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "graph-schema.md"
+DOC_QUERIES = re.findall(r"^```cypher\n(.*?)^```", DOC.read_text(encoding="utf-8"), re.MULTILINE | re.DOTALL)
+DOC_PARAMS: dict[str, Any] = {
+    "session": "s1",
+    "name": "task-17",
+    "entity_type": "task",
+    "task_id": "task-17",
+    "as_of": "2025-05-01T09:00:04.500000Z",
+    "seq": 9,
+}
+
+
+async def test_every_inspection_query_in_the_docs_runs(tmp_path: Path) -> None:
+    assert len(DOC_QUERIES) >= 8
+    log = work_story()
+    log.add(
+        "inference.edge.generated",
+        {"source": "task-17", "target": "dec-9", "relation_type": "likely_implemented_decision",
+         "confidence": 0.86, "method": "task_completed_decision_citation_v1"},
+    )  # fmt: skip
+    async with LadybugGraphStore(tmp_path / "g.lbug") as store:
+        await store.apply("graph", [extract(event) for event in log.events])
+        results = []
+        for query in DOC_QUERIES:
+            params = {name: DOC_PARAMS[name] for name in re.findall(r"\$(\w+)", query)}
+            results.append(await store.query(query, params))
+    assert all(results[i] for i in (0, 1, 2, 3, 4, 5, 6, 8, 9))  # each shows something on this story
+    assert results[7] == []  # the hash chain is intact

@@ -1,14 +1,22 @@
-"""Helpers shared by the graph tests (no tests here): real hash-chained events and graph dumps."""
+"""Shared by the graph tests (no tests here): the backend fixtures, real hash-chained events, dumps.
+
+`graph_store` is parametrized by backend: only "ladybug" today; Neo4j joins by adding itself to
+`BACKENDS` and `make_store`, and then runs the whole contract suite (tests/test_graph_contract*.py).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 
 from eventloom.event import Event, compute_hash, utc_timestamp
+from projectors.graph.extract import extract
+from readmodels.graph.ladybug import LadybugGraphStore
 from readmodels.graph.protocol import GraphStore
 
 T0 = datetime(2025, 5, 1, 9, 0, tzinfo=UTC)
@@ -88,3 +96,70 @@ async def dump(store: GraphStore, session: str) -> dict[str, Any]:
         "version_links": await count(store, "(a:Entity)-[:SUPERSEDED_BY]->(b:Entity)"),
         "projected": await count(store, "(v:Event)-[:PROJECTED_ENTITY]->(e:Entity)"),
     }
+
+
+BACKENDS = ["ladybug"]
+HASH_A = "3f79bb7b435b05321651daefd374cdc681dc06faa65e374e38337b88ca046dea"
+
+
+def make_store(backend: str, root: Path) -> GraphStore:
+    if backend == "ladybug":
+        return LadybugGraphStore(root / "graph.lbug")
+    raise ValueError(f"unknown graph backend {backend!r}")
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+async def graph_store(backend: str, tmp_path: Path) -> AsyncIterator[GraphStore]:
+    store = make_store(backend, tmp_path / "store")
+    await store.open()
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+async def project(store: GraphStore, events: Sequence[Event], batch: int = 500, name: str = "graph") -> int:
+    applied = 0
+    for start in range(0, len(events), batch):
+        applied += await store.apply(name, [extract(event) for event in events[start : start + batch]])
+    return applied
+
+
+def fact(
+    *entities: tuple[str, str, str | None], relations: Sequence[tuple[str, str, str]] = ()
+) -> dict[str, Any]:
+    return {
+        "entities": [
+            {"name": name, "entity_type": kind, **({"summary": summary} if summary is not None else {})}
+            for name, kind, summary in entities
+        ],
+        "relations": [{"source": s, "target": t, "relation_type": r} for s, r, t in relations],
+    }
+
+
+def work_story() -> SessionLog:
+    log = SessionLog("s1")
+    log.add("session.started", {"agent": "claude-code", "goal": "Make the ledger durable"})
+    log.add("goal.created", {"goal_id": "goal-1", "title": "Never lose an acknowledged event"})
+    log.add("task.proposed", {"task_id": "task-17", "title": "Repair torn lines", "goal_id": "goal-1"})
+    log.add("task.claimed", {"task_id": "task-17", "assignee": "claude-code"})
+    log.add("decision.made", {"decision_id": "dec-9", "title": "Truncate and re-fetch", "task_id": "task-17"})
+    log.add("command.completed", {"command": "pytest -q", "exit_code": 1, "taskId": "task-17"})
+    log.add(
+        "file.edit.applied",
+        {
+            "path": "eventloom/ledger/mirror.py",
+            "line_start": 88,
+            "line_end": 93,
+            "checksum": "sha256:abc",
+            "task_id": "task-17",
+        },
+    )
+    log.add("command.completed", {"command": "pytest -q", "exit_code": 0})
+    log.add("task.completed", {"task_id": "task-17", "summary": "Torn tails repaired"})
+    return log

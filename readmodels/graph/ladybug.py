@@ -78,14 +78,16 @@ class LadybugGraphStore:
         self._write_thread: ThreadPoolExecutor | None = None
         self._read_thread: ThreadPoolExecutor | None = None
         self._typed: set[str] = set()
+        self._is_open = False
         self._lifecycle = asyncio.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
     async def open(self) -> None:
         async with self._lifecycle:
-            if self._db is None:
+            if not self._is_open:
                 await self._open()
+                self._is_open = True
 
     async def _open(self) -> None:
         self._write_thread = ThreadPoolExecutor(1, thread_name_prefix="ladybug-write")
@@ -110,7 +112,8 @@ class LadybugGraphStore:
 
     async def close(self) -> None:
         async with self._lifecycle:
-            if self._db is not None:
+            if self._is_open:
+                self._is_open = False  # refuse new calls; those already queued finish first (FIFO)
                 await self._close()
 
     async def _close(self) -> None:
@@ -147,6 +150,22 @@ class LadybugGraphStore:
 
     # -- threads -----------------------------------------------------------------------------------------
 
+    async def _ready(self) -> None:
+        """Wait out an open or close in progress, then refuse the call unless the store is open."""
+        if not self._is_open and self._lifecycle.locked():
+            async with self._lifecycle:
+                pass
+        if not self._is_open:
+            raise GraphStoreError("the graph store is not open")
+
+    async def _reading(self, fn: Callable[[], T]) -> T:
+        await self._ready()
+        return await self._in_reader(fn)  # no await between the check and the submission
+
+    async def _writing(self, fn: Callable[[], T]) -> T:
+        await self._ready()
+        return await self._in_writer(fn)
+
     async def _in_writer(self, fn: Callable[[], T]) -> T:
         if self._write_thread is None:
             raise GraphStoreError("the graph store is not open")
@@ -158,12 +177,14 @@ class LadybugGraphStore:
         return await asyncio.get_running_loop().run_in_executor(self._read_thread, fn)
 
     def _write(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        assert self._writer is not None
+        if self._writer is None:
+            raise GraphStoreError("the graph store is not open")
         return _rows(self._writer, cypher, params)
 
     def _read(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         if self._reader is None:
-            assert self._db is not None
+            if self._db is None:
+                raise GraphStoreError("the graph store is not open")
             self._reader = ladybug.Connection(self._db)
         return _rows(self._reader, cypher, params)
 
@@ -175,13 +196,13 @@ class LadybugGraphStore:
 
     async def applied_seqs(self, projector: str, sessions: Sequence[str]) -> dict[str, int]:
         wanted = list(dict.fromkeys(sessions))
-        return await self._in_reader(lambda: read_checkpoints(self._read, projector, wanted))
+        return await self._reading(lambda: read_checkpoints(self._read, projector, wanted))
 
     async def apply(self, projector: str, projections: Sequence[EventProjection]) -> int:
         if not projections:
             return 0
         batch = list(projections)
-        return await self._in_writer(lambda: self._apply_sync(projector, batch))
+        return await self._writing(lambda: self._apply_sync(projector, batch))
 
     def _apply_sync(self, projector: str, projections: list[EventProjection]) -> int:
         self._write("BEGIN TRANSACTION")
@@ -203,7 +224,8 @@ class LadybugGraphStore:
                 write_plan(self._write, plan, projector, self._ensure_typed)
             self._write("COMMIT")
         except BaseException:
-            _rollback(self._writer)  # type: ignore[arg-type]
+            if self._writer is not None:
+                _rollback(self._writer)
             self._typed = self._rel_tables()  # DDL of the failed batch was rolled back too
             raise
         return len(todo)
@@ -217,7 +239,7 @@ class LadybugGraphStore:
 
     async def query(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         statement = single_read_statement(cypher)
-        return await self._in_reader(lambda: self._query_sync(statement, params))
+        return await self._reading(lambda: self._query_sync(statement, params))
 
     def _query_sync(self, statement: str, params: Mapping[str, Any] | None) -> list[dict[str, Any]]:
         self._read("BEGIN TRANSACTION READ ONLY")
@@ -228,19 +250,19 @@ class LadybugGraphStore:
                 raise ReadOnlyQueryError(f"graph queries are read-only; refused: {exc}") from None
             raise GraphQueryError(str(exc)) from None
         finally:
-            assert self._reader is not None
-            _rollback(self._reader)
+            if self._reader is not None:
+                _rollback(self._reader)
 
     async def events(self, session: str, *, from_seq: int = 1, limit: int | None = None) -> list[EventRecord]:
-        return await self._in_reader(lambda: reads.events(self._read, session, from_seq, limit))
+        return await self._reading(lambda: reads.events(self._read, session, from_seq, limit))
 
     async def entity_versions(self, session: str, name: str, entity_type: str) -> list[EntityVersion]:
-        return await self._in_reader(lambda: reads.entity_versions(self._read, session, name, entity_type))
+        return await self._reading(lambda: reads.entity_versions(self._read, session, name, entity_type))
 
     async def entities(
         self, session: str, *, as_of: str | None = None, entity_type: str | None = None
     ) -> list[EntityVersion]:
-        return await self._in_reader(lambda: reads.entities(self._read, session, as_of, entity_type))
+        return await self._reading(lambda: reads.entities(self._read, session, as_of, entity_type))
 
     async def relations(
         self,
@@ -250,7 +272,7 @@ class LadybugGraphStore:
         include_inferred: bool = True,
         relation_type: str | None = None,
     ) -> list[RelationEdge]:
-        return await self._in_reader(
+        return await self._reading(
             lambda: reads.relations(self._read, session, as_of, include_inferred, relation_type)
         )
 
@@ -264,12 +286,12 @@ class LadybugGraphStore:
         as_of: str | None = None,
         include_inferred: bool = True,
     ) -> list[Neighbour]:
-        return await self._in_reader(
+        return await self._reading(
             lambda: reads.neighbours(self._read, session, name, entity_type, depth, as_of, include_inferred)
         )
 
     async def sources(self, session: str, *, path: str | None = None) -> list[SourceCitationRecord]:
-        return await self._in_reader(lambda: reads.sources(self._read, session, path))
+        return await self._reading(lambda: reads.sources(self._read, session, path))
 
     async def observations(self, session: str, task_id: str) -> list[ObservationRecord]:
-        return await self._in_reader(lambda: reads.observations(self._read, session, task_id))
+        return await self._reading(lambda: reads.observations(self._read, session, task_id))

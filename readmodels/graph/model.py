@@ -23,6 +23,7 @@ _RFC3339: Final = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$"
 )
 _CANONICAL_FORMAT: Final = "%Y-%m-%dT%H:%M:%S.%fZ"
+_CANONICAL: Final = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 
 ObservationKind: TypeAlias = Literal[
     "OBSERVED_COMMAND", "OBSERVED_FILE_EDIT", "OBSERVED_TOOL_CALL", "HAS_CHECKPOINT"
@@ -77,6 +78,11 @@ def canonical_ts(value: str) -> str:
     except ValueError as exc:
         raise InvalidGraphWrite(f"{value!r} is not a valid instant: {exc}") from None
     return moment.astimezone(UTC).strftime(_CANONICAL_FORMAT)
+
+
+def as_canonical(value: str) -> str:
+    """`value` unchanged when it is already canonical (the common case), else `canonical_ts(value)`."""
+    return value if _CANONICAL.fullmatch(value) else canonical_ts(value)
 
 
 def ts_after(canonical: str) -> str:

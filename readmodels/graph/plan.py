@@ -7,12 +7,24 @@ mutable on purpose; they are private to one batch.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 
-from readmodels.graph.identity import edge_uid, encode_json, name_key
-from readmodels.graph.model import SpineEvent
+from readmodels.graph.identity import edge_uid, encode_json, entity_key, name_key
+from readmodels.graph.model import (
+    EdgeRetraction,
+    EntityAssertion,
+    EntityInvalidation,
+    EntityRef,
+    EventProjection,
+    RelationAssertion,
+    RelationInvalidation,
+    SourceCitation,
+    SpineEvent,
+    TaskObservation,
+)
 
 ENTITY_FIELDS: tuple[str, ...] = (
     "uid",
@@ -230,3 +242,43 @@ class WritePlan(msgspec.Struct, kw_only=True):
             }
             for key, head in self.heads.items()
         ]
+
+
+def load_request(projections: Sequence[EventProjection]) -> LoadRequest:
+    """The keys, names and edge ids a backend must load before `Resolver.resolve`."""
+    keys: dict[str, None] = {}
+    names: dict[str, None] = {}
+    edge_ids: dict[tuple[str, str], None] = {}
+    sessions: dict[str, None] = {}
+
+    def ref(session: str, entity: EntityRef) -> None:
+        if entity.entity_type is None:
+            names[name_key(session, entity.name)] = None
+        else:
+            keys[entity_key(session, entity.name, entity.entity_type)] = None
+
+    for projection in projections:
+        session = projection.event.session
+        sessions[session] = None
+        for op in projection.ops:
+            if isinstance(op, EntityAssertion | EntityInvalidation):
+                keys[entity_key(session, op.name, op.entity_type)] = None
+            elif isinstance(op, RelationAssertion):
+                ref(session, op.source)
+                ref(session, op.target)
+            elif isinstance(op, RelationInvalidation):
+                names[name_key(session, op.source)] = None
+                names[name_key(session, op.target)] = None
+            elif isinstance(op, EdgeRetraction):
+                if op.edge_id is not None:
+                    edge_ids[(session, op.edge_id)] = None
+                else:
+                    names[name_key(session, op.source or "")] = None
+                    names[name_key(session, op.target or "")] = None
+            elif isinstance(op, SourceCitation) and op.cited_by is not None:
+                ref(session, op.cited_by)
+            elif isinstance(op, TaskObservation):
+                keys[entity_key(session, op.task_id, "task")] = None
+    return LoadRequest(
+        sessions=list(sessions), entity_keys=list(keys), name_keys=list(names), edge_ids=list(edge_ids)
+    )

@@ -1,0 +1,217 @@
+"""The relation half of the temporal rules: assert, close, carry forward, invalidate, retract.
+
+`RelationRules` is mixed into `versioning.Resolver`, which provides the entity half (`_resolve_ref`, the
+current event, the plan being built); the rules themselves are documented there and in
+docs/graph-schema.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from readmodels.graph.identity import content_hash, name_key, relation_key, triple_key
+from readmodels.graph.model import (
+    EdgeRetraction,
+    EntityRef,
+    Provenance,
+    RelationAssertion,
+    RelationInvalidation,
+    SpineEvent,
+    as_canonical,
+)
+from readmodels.graph.plan import EdgeDemands, EntityRow, RelationRow, WritePlan
+
+
+class EdgeIndex:
+    """Open edges by entity version, relation key, triple and (session, edge_id)."""
+
+    def __init__(self) -> None:
+        self.by_entity: dict[str, dict[int, RelationRow]] = {}
+        self.by_key: dict[str, RelationRow] = {}
+        self.by_triple: dict[str, dict[int, RelationRow]] = {}
+        self.by_edge_id: dict[tuple[str, str], dict[int, RelationRow]] = {}
+
+    def add(self, edge: RelationRow) -> None:
+        self.by_entity.setdefault(edge.source_uid, {})[id(edge)] = edge
+        self.by_entity.setdefault(edge.target_uid, {})[id(edge)] = edge
+        self.by_key[edge.key] = edge
+        self.by_triple.setdefault(edge.triple, {})[id(edge)] = edge
+        if edge.edge_id is not None:
+            self.by_edge_id.setdefault((edge.session, edge.edge_id), {})[id(edge)] = edge
+
+    def remove(self, edge: RelationRow) -> None:
+        for uid in (edge.source_uid, edge.target_uid):
+            self.by_entity.get(uid, {}).pop(id(edge), None)
+        if self.by_key.get(edge.key) is edge:
+            del self.by_key[edge.key]
+        self.by_triple.get(edge.triple, {}).pop(id(edge), None)
+        if edge.edge_id is not None:
+            self.by_edge_id.get((edge.session, edge.edge_id), {}).pop(id(edge), None)
+
+    @staticmethod
+    def ordered(edges: dict[int, RelationRow] | None) -> list[RelationRow]:
+        return sorted((edges or {}).values(), key=lambda edge: edge.uid)
+
+
+class RelationRules:
+    """Relation rules over the state a `Resolver` keeps (declared here, set by `Resolver.__init__`)."""
+
+    heads: dict[str, EntityRow]
+    names: dict[str, set[str]]
+    edges: EdgeIndex
+    plan: WritePlan
+    demands: EdgeDemands
+    _made_now: set[int]
+
+    @property
+    def event(self) -> SpineEvent:
+        raise NotImplementedError
+
+    @property
+    def event_uid(self) -> str:
+        raise NotImplementedError
+
+    def _resolve_ref(self, ref: EntityRef, at: str, provenance: Provenance) -> EntityRow:
+        raise NotImplementedError
+
+    def _assert_relation(self, op: RelationAssertion) -> None:
+        session = self.event.session
+        start = as_canonical(op.valid_from)
+        source = self._resolve_ref(op.source, start, op.provenance)
+        target = self._resolve_ref(op.target, start, op.provenance)
+        start = max(start, source.valid_from, target.valid_from)
+        triple = triple_key(session, source.name, target.name, op.relation_type)
+        key = relation_key(
+            session,
+            op.relation_type,
+            source.key,
+            target.key,
+            inferred=op.inferred,
+            edge_id=op.edge_id,
+            method=op.inference_method,
+        )
+        if not source.pending:
+            self.demands.keys.add((source.uid, key))
+        audit: dict[str, Any] = {
+            "inferred": op.inferred,
+            "confidence": op.confidence,
+            "inference_method": op.inference_method,
+            "evidence_event_hashes": list(op.evidence_event_hashes),
+            "evidence_event_seqs": list(op.evidence_event_seqs),
+            "evidence_citations": list(op.evidence_citations),
+            "evidence_quotes": list(op.evidence_quotes),
+            "edge_id": op.edge_id,
+            "review_status": op.review_status,
+            "authority_status": op.authority_status,
+            "derived_from_event_seq": op.derived_from_event_seq,
+            "derived_from_event_hash": op.derived_from_event_hash,
+        }
+        content = content_hash([source.name, target.name, op.relation_type, op.properties, audit])
+        existing = self.edges.by_key.get(key)
+        if existing is not None:
+            same_ends = existing.source_uid == source.uid and existing.target_uid == target.uid
+            if existing.content == content and same_ends:
+                self._project_edge(existing, "unchanged")
+                return
+            if id(existing) in self._made_now:
+                existing.discarded = True
+                self.edges.remove(existing)
+            else:
+                start = max(start, existing.valid_from)
+                self._close_edge(existing, start)
+        edge = RelationRow(
+            key=key,
+            triple=triple,
+            session=session,
+            relation_type=op.relation_type,
+            source_uid=source.uid,
+            target_uid=target.uid,
+            source_name=source.name,
+            target_name=target.name,
+            properties=dict(op.properties),
+            valid_from=start,
+            valid_to=None,
+            source_event_seq=op.provenance.event_seq,
+            source_event_hash=op.provenance.event_hash,
+            source_event_type=op.provenance.event_type,
+            source_thread=op.provenance.source_thread,
+            carried_from=None,
+            carried_by_event_seq=None,
+            content=content,
+            pending=True,
+            **audit,
+        )
+        self._add_edge(edge)
+        self._project_edge(edge, "created" if existing is None else "superseded")
+
+    def _add_edge(self, edge: RelationRow) -> None:
+        self.edges.add(edge)
+        self._made_now.add(id(edge))
+        self.plan.new_relations.append(edge)
+
+    def _close_edge(self, edge: RelationRow, at: str) -> None:
+        self.edges.remove(edge)
+        edge.valid_to = max(at, edge.valid_from)
+        if not edge.pending:
+            self.plan.closed_relations.append(edge)
+
+    def _carry(self, edge: RelationRow, old: EntityRow, new: EntityRow) -> None:
+        if id(edge) in self._made_now:
+            self.edges.remove(edge)
+            edge.source_uid = new.uid if edge.source_uid == old.uid else edge.source_uid
+            edge.target_uid = new.uid if edge.target_uid == old.uid else edge.target_uid
+            edge.valid_from = max(edge.valid_from, new.valid_from)
+            self.edges.add(edge)
+            return
+        previous_uid = edge.uid
+        self._close_edge(edge, new.valid_from)
+        copy = msgspec.structs.replace(
+            edge,
+            source_uid=new.uid if edge.source_uid == old.uid else edge.source_uid,
+            target_uid=new.uid if edge.target_uid == old.uid else edge.target_uid,
+            valid_from=max(new.valid_from, edge.valid_from),
+            valid_to=None,
+            carried_from=previous_uid,
+            carried_by_event_seq=self.event.seq,
+            loaded_uid=None,
+            pending=True,
+            evidence_event_hashes=list(edge.evidence_event_hashes),
+            evidence_event_seqs=list(edge.evidence_event_seqs),
+            evidence_citations=list(edge.evidence_citations),
+            evidence_quotes=list(edge.evidence_quotes),
+            properties=dict(edge.properties),
+        )
+        self._add_edge(copy)
+
+    def _demand_triple(self, source: str, triple: str) -> None:
+        for key in self.names.get(name_key(self.event.session, source), ()):
+            head = self.heads.get(key)
+            if head is not None and head.is_open and not head.pending:
+                self.demands.triples.add((head.uid, triple))
+
+    def _invalidate_relation(self, op: RelationInvalidation) -> None:
+        triple = triple_key(self.event.session, op.source, op.target, op.relation_type)
+        self._demand_triple(op.source, triple)
+        at = as_canonical(op.invalid_at)
+        for edge in self.edges.ordered(self.edges.by_triple.get(triple)):
+            self._close_edge(edge, at)
+            self._project_edge(edge, "invalidated")
+
+    def _retract(self, op: EdgeRetraction) -> None:
+        session = self.event.session
+        if op.edge_id is not None:
+            edges = self.edges.ordered(self.edges.by_edge_id.get((session, op.edge_id)))
+        else:
+            triple = triple_key(session, op.source or "", op.target or "", op.relation_type or "")
+            self._demand_triple(op.source or "", triple)
+            edges = self.edges.ordered(self.edges.by_triple.get(triple))
+        at = as_canonical(op.retracted_at)
+        for edge in edges:
+            if edge.inferred:
+                self._close_edge(edge, at)
+                self._project_edge(edge, "retracted")
+
+    def _project_edge(self, edge: RelationRow, action: str) -> None:
+        self.plan.projected_relations.append((self.event_uid, edge, action))
