@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from eventloom.event import Event
@@ -11,27 +9,15 @@ from eventloom.log import EventLog
 from eventloom.settings import Settings
 from projectors.emitter import ProducerProjection
 from projectors.plugins import load_producer
-from projectors.runtime import ProjectorRunner, RunnerOptions
+from tests.runtime_support import drained, running
 
 pytestmark = pytest.mark.anyio
 
 
 async def run_producer_until_idle(log: EventLog, settings: Settings, name: str) -> ProducerProjection:
     projection = ProducerProjection(load_producer(name, settings), log)
-    runner = ProjectorRunner(
-        log.client, log.layout, projection, role="producer", options=RunnerOptions(fetch_timeout_s=0.2)
-    )
-    stop = asyncio.Event()
-    task = asyncio.create_task(runner.run(stop))
-    await asyncio.wait_for(runner.ready.wait(), 15)
-    js = log.client.jetstream()
-    while True:
-        info = await js.consumer_info(log.layout.name, runner.consumer)
-        if not info.num_pending and not info.num_ack_pending:
-            break
-        await asyncio.sleep(0.05)
-    stop.set()
-    await task
+    async with running(log, projection, role="producer") as runner:
+        await drained(log, runner.consumer)
     return projection
 
 

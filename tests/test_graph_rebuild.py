@@ -13,7 +13,7 @@ from eventloom.settings import Settings
 from projectors.graph.plugin import EmbeddedGraphProjector
 from projectors.plugins import load_projector
 from projectors.rebuild import rebuild
-from projectors.runtime import ProjectorRunner, RunnerOptions
+from tests.runtime_support import drained, running
 
 pytestmark = pytest.mark.anyio
 SNAPSHOT = (
@@ -35,29 +35,14 @@ def story(session: str) -> list[AppendRequest]:
     return [AppendRequest(session=session, type=t, actor="agent", payload=p) for t, p in facts]
 
 
-async def run_until_drained(
-    log: EventLog, runner: ProjectorRunner, stop: asyncio.Event
-) -> asyncio.Task[None]:
-    task = asyncio.create_task(runner.run(stop))
-    await asyncio.wait_for(runner.ready.wait(), 30)
-    js = log.client.jetstream()
-    while True:
-        info = await js.consumer_info(log.layout.name, runner.consumer)
-        if not info.num_pending and not info.num_ack_pending:
-            return task
-        await asyncio.sleep(0.05)
-
-
 async def test_rebuilt_graph_equals_the_incremental_one_and_is_swapped_in_live(
     log: EventLog, settings: Settings
 ) -> None:
     await log.append_many(story("a") + story("b"))
     projector = load_projector("graph", settings)
     assert isinstance(projector, EmbeddedGraphProjector)
-    runner = ProjectorRunner(log.client, log.layout, projector, options=RunnerOptions(fetch_timeout_s=0.2))
-    stop = asyncio.Event()
-    task = await run_until_drained(log, runner, stop)
-    try:
+    async with running(log, projector) as runner:
+        await drained(log, runner.consumer)
         incremental = await projector.store.query(SNAPSHOT)
         assert any(row["summary"] == "v2" and row["u"] is None for row in incremental)
         assert projector.generation == 1
@@ -73,14 +58,6 @@ async def test_rebuilt_graph_equals_the_incremental_one_and_is_swapped_in_live(
         assert await projector.store.query(SNAPSHOT) == incremental
 
         await log.append_many(story("c"))  # the live projector goes on, on the new generation
-        js = log.client.jetstream()
-        for _ in range(200):
-            if not (await js.consumer_info(log.layout.name, runner.consumer)).num_pending:
-                break
-            await asyncio.sleep(0.05)
-        await asyncio.sleep(0.3)
+        await drained(log, runner.consumer)
         after = await projector.store.query(SNAPSHOT)
         assert {row["s"] for row in after} == {"a", "b", "c"}
-    finally:
-        stop.set()
-        await task

@@ -8,7 +8,6 @@ a real nats-server, in-process and through the `eventloom` CLI the doc tells use
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import importlib
 import json
@@ -21,7 +20,7 @@ import signal
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +35,9 @@ from eventloom.settings import Settings
 from projectors.emitter import ProducerProjection
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available, load_producer, load_projector
 from projectors.protocol import Producer, Projector, Rebuildable
-from projectors.runtime import ProjectorRunner, RunnerOptions
+from projectors.runtime import ProjectorRunner
 from tests.conftest import REPO, cli_env, run_cli
+from tests.runtime_support import drained, install_plugin, running
 
 DOC = REPO / "docs" / "plugins.md"
 FILE_BLOCK = re.compile(r"^<!-- file: (?P<path>\S+) -->\n```[a-z]*\n(?P<body>.*?)^```$", re.M | re.S)
@@ -51,7 +51,6 @@ PACKAGE_FILES = {
     "tests/test_qa.py",
 }
 PROJECTOR, PRODUCER = "my-counts", "qa-linker"
-FAST = RunnerOptions(batch=50, max_deliver=3, backoff_s=(0.05, 0.1), fetch_timeout_s=0.2, retry_check_s=0.2)
 
 
 def doc_files() -> dict[str, str]:
@@ -74,21 +73,7 @@ def plugin_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def myplugin(plugin_source: Path) -> Path:
     """pip-install the doc's package into this interpreter; its entry points become visible at once."""
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "--force-reinstall",
-            str(plugin_source / "myplugin"),
-        ],
-        check=True,
-    )
-    importlib.invalidate_caches()
+    install_plugin(plugin_source / "myplugin")
     return plugin_source
 
 
@@ -107,35 +92,9 @@ def expected_counts(events: list[Event]) -> dict[tuple[str, str], int]:
     return dict(Counter((event.session, event.type) for event in events))
 
 
-async def consumer_drained(log: EventLog, consumer: str, timeout: float = 30) -> None:
-    """Until `consumer` exists and has nothing pending or unacknowledged."""
-    js = log.client.jetstream()
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        with contextlib.suppress(nats.js.errors.NotFoundError):
-            info = await js.consumer_info(log.layout.name, consumer)
-            if not info.num_pending and not info.num_ack_pending:
-                return
-        assert asyncio.get_running_loop().time() < deadline, f"{consumer} did not drain"
-        await asyncio.sleep(0.05)
-
-
-@contextlib.asynccontextmanager
-async def running(log: EventLog, projector: Projector, **kwargs: Any) -> AsyncIterator[ProjectorRunner]:
-    runner = ProjectorRunner(log.client, log.layout, projector, options=FAST, **kwargs)
-    stop = asyncio.Event()
-    task = asyncio.create_task(runner.run(stop))
-    await asyncio.wait_for(runner.ready.wait(), 15)
-    try:
-        yield runner
-    finally:
-        stop.set()
-        await task
-
-
 async def run_until_drained(log: EventLog, make: Callable[[], Projector], **kwargs: Any) -> ProjectorRunner:
     async with running(log, make(), **kwargs) as runner:
-        await consumer_drained(log, runner.consumer)
+        await drained(log, runner.consumer)
     return runner
 
 
@@ -257,10 +216,10 @@ async def test_two_cli_workers_on_disjoint_partitions_project_everything_once(
         workers.append((process, output))
     try:
         for spec in ("0-7", "8-15"):
-            await consumer_drained(log, f"projector-{PROJECTOR}-p{spec}", timeout=60)
+            await drained(log, f"projector-{PROJECTOR}-p{spec}", timeout=60)
         await append_notes(log, sessions=12, per_session=1)  # both keep going while they run
         for spec in ("0-7", "8-15"):
-            await consumer_drained(log, f"projector-{PROJECTOR}-p{spec}")
+            await drained(log, f"projector-{PROJECTOR}-p{spec}")
     finally:
         for process, _ in workers:
             process.send_signal(signal.SIGINT)
@@ -288,7 +247,7 @@ async def test_eventloom_rebuild_swaps_in_a_fresh_generation_while_the_live_work
     projector = load_projector(PROJECTOR, settings)
     assert isinstance(projector, Rebuildable)
     async with running(log, projector) as live:
-        await consumer_drained(log, live.consumer)
+        await drained(log, live.consumer)
         assert projector.generation == 1
         incremental = read_counts(settings.data_dir)
 
@@ -306,7 +265,7 @@ async def test_eventloom_rebuild_swaps_in_a_fresh_generation_while_the_live_work
             assert asyncio.get_running_loop().time() < deadline, "the live worker did not adopt gen-2"
             await asyncio.sleep(0.05)
         await append_notes(log, sessions=4, per_session=2)
-        await consumer_drained(log, live.consumer)
+        await drained(log, live.consumer)
     assert read_counts(settings.data_dir) == expected_counts(await all_events(log))
 
 

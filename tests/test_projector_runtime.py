@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,40 +19,15 @@ from projectors.partitions import parse_partitions
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available, load_producer, load_projector
 from projectors.protocol import Projector
 from projectors.runtime import ProjectorRunner, RunnerOptions
-from tests.plugin_support import install_sample_plugin
+from tests.runtime_support import drained, install_plugin, running
 
 pytestmark = pytest.mark.anyio
-FAST = RunnerOptions(batch=50, max_deliver=3, backoff_s=(0.05, 0.1), fetch_timeout_s=0.2)
 
 
 @pytest.fixture(scope="session", autouse=True)
 def sample_plugin() -> Iterator[None]:
-    install_sample_plugin()
+    install_plugin()
     yield
-
-
-@contextlib.asynccontextmanager
-async def running(log: EventLog, projector: Projector, **kwargs: object) -> AsyncIterator[ProjectorRunner]:
-    runner = ProjectorRunner(log.client, log.layout, projector, options=FAST, **kwargs)  # type: ignore[arg-type]
-    stop = asyncio.Event()
-    task = asyncio.create_task(runner.run(stop))
-    await asyncio.wait_for(runner.ready.wait(), 15)
-    try:
-        yield runner
-    finally:
-        stop.set()
-        await task
-
-
-async def drained(log: EventLog, runner: ProjectorRunner, timeout: float = 20) -> None:
-    js = log.client.jetstream()
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        info = await js.consumer_info(log.layout.name, runner.consumer)
-        if not info.num_pending and not info.num_ack_pending:
-            return
-        assert asyncio.get_running_loop().time() < deadline, f"{runner.consumer} did not drain: {info}"
-        await asyncio.sleep(0.05)
 
 
 def counts(settings: Settings, name: str = "type-counts") -> dict[tuple[str, str], int]:
@@ -82,19 +57,19 @@ async def test_plugin_projector_runs_survives_restart_and_redelivery_without_dou
 ) -> None:
     await append_notes(log, sessions=3, per_session=20)
     async with running(log, load_projector("type-counts", settings)) as runner:
-        await drained(log, runner)
+        await drained(log, runner.consumer)
     assert counts(settings) == {(f"s{i}", "note.added"): 20 for i in range(3)}
 
     await append_notes(log, sessions=3, per_session=5)
     async with running(log, load_projector("type-counts", settings)) as runner:  # a restart picks up the rest
-        await drained(log, runner)
+        await drained(log, runner.consumer)
     assert counts(settings) == {(f"s{i}", "note.added"): 25 for i in range(3)}
 
     await log.client.jetstream().delete_consumer(
         log.layout.name, runner.consumer
     )  # everything is redelivered
     async with running(log, load_projector("type-counts", settings)) as runner:
-        await drained(log, runner)
+        await drained(log, runner.consumer)
         assert runner.stats.skipped == 75 and runner.stats.applied == 0
     assert counts(settings) == {(f"s{i}", "note.added"): 25 for i in range(3)}
 
@@ -104,12 +79,12 @@ async def test_plugin_projector_rebuilds_from_stream_sequence_one(
 ) -> None:
     await append_notes(log, sessions=2, per_session=10)
     async with running(log, load_projector("type-counts", settings)) as runner:
-        await drained(log, runner)
+        await drained(log, runner.consumer)
     before = counts(settings)
     rebuilt = Settings(data_dir=tmp_path / "rebuilt", nats_url=settings.nats_url)
     fresh = load_projector("type-counts", rebuilt)
     async with running(log, fresh, role="rebuild") as runner:
-        await drained(log, runner)
+        await drained(log, runner.consumer)
     assert counts(rebuilt) == before
 
 
@@ -121,7 +96,7 @@ async def test_a_failing_event_is_retried_then_dead_lettered_and_its_session_goe
     await log.append("s0", "note.added", "t", {"n": 2})
     await log.append("s1", "note.added", "t", {"n": 3})
     async with running(log, load_projector("type-counts", settings)) as runner:
-        await drained(log, runner)
+        await drained(log, runner.consumer)
         assert runner.stats.dead_lettered == 1
     (letter,) = await list_dead_letters(log.client, runner.consumer)
     assert (letter.session, letter.seq, letter.attempts) == ("s0", 2, 3)
@@ -138,8 +113,8 @@ async def test_disjoint_partition_workers_project_everything_exactly_once(
         running(log, load_projector("type-counts", settings), partitions=low) as first,
         running(log, load_projector("type-counts", settings), partitions=high) as second,
     ):
-        await drained(log, first)
-        await drained(log, second)
+        await drained(log, first.consumer)
+        await drained(log, second.consumer)
     assert first.consumer == "projector-type-counts-p0-7"
     assert first.stats.applied + second.stats.applied == 72
     assert first.stats.applied > 0 and second.stats.applied > 0
@@ -165,12 +140,12 @@ async def test_producer_emits_each_derivation_once_even_after_redelivery(
     await log.append("s0", "note.added", "t", {})
     projection = ProducerProjection(load_producer("echo", settings), log)
     async with running(log, projection, role="producer") as runner:
-        await drained(log, runner)
+        await drained(log, runner.consumer)
     await log.client.jetstream().delete_consumer(log.layout.name, runner.consumer)
     async with running(
         log, ProducerProjection(load_producer("echo", settings), log), role="producer"
     ) as runner:
-        await drained(log, runner)
+        await drained(log, runner.consumer)
     echoed = [e async for e in log.events("s0") if e.type == "sample.echoed"]
     assert len(echoed) == 1
     assert echoed[0].payload == {"echo_of": 1, "text": "hello"} and echoed[0].actor == "producer:echo"
@@ -201,7 +176,7 @@ async def test_a_crash_between_append_and_fence_never_duplicates_even_after_the_
         await asyncio.sleep(1.5)  # past the stream's duplicate window
         restarted = ProducerProjection(load_producer("echo", settings), log)
         async with running(log, restarted, role="producer") as runner:
-            await drained(log, runner)
+            await drained(log, runner.consumer)
         echoed = [e async for e in log.events("s0") if e.type == "sample.echoed"]
         assert len(echoed) == 1, "the derived event was emitted twice"
 
@@ -219,7 +194,7 @@ async def test_dlq_retry_applies_the_event_once_the_projector_is_fixed(
     task = asyncio.create_task(runner.run(stop))
     try:
         await asyncio.wait_for(runner.ready.wait(), 15)
-        await drained(log, runner)
+        await drained(log, runner.consumer)
         assert runner.stats.dead_lettered == 1
         (settings.data_dir / "readmodels" / "type-counts" / "accept-explosions").touch()  # the fix ships
         assert await request_retry(log.client, runner.consumer) == 1
@@ -249,5 +224,5 @@ async def test_a_restart_while_an_event_waits_for_retry_keeps_its_session_in_ord
     await task
     (settings.data_dir / "readmodels" / "type-counts" / "accept-explosions").touch()
     async with running(log, load_projector("type-counts", settings)) as second:
-        await drained(log, second)
+        await drained(log, second.consumer)
     assert counts(settings) == {("s0", "note.added"): 3}, "seq 3 overtook seq 2 and seq 2 was skipped"

@@ -1,0 +1,60 @@
+"""Test helpers for the consumer runtime: installing a plug-in package, running a projector a while."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import nats.js.errors
+
+from eventloom.log import EventLog
+from projectors.protocol import Projector
+from projectors.runtime import ProjectorRunner, RunnerOptions
+
+SAMPLE_PLUGIN = Path(__file__).resolve().parent / "fixtures" / "sample_plugin"
+FAST = RunnerOptions(batch=50, max_deliver=3, backoff_s=(0.05, 0.1), fetch_timeout_s=0.2, retry_check_s=0.2)
+
+
+def install_plugin(package_dir: Path = SAMPLE_PLUGIN) -> None:
+    """pip-install a plug-in package (like a user would), then make its entry points visible."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+         "--force-reinstall", str(package_dir)],
+        check=True,
+    )  # fmt: skip
+    importlib.invalidate_caches()
+
+
+@contextlib.asynccontextmanager
+async def running(
+    log: EventLog, projector: Projector, *, options: RunnerOptions = FAST, **kwargs: Any
+) -> AsyncIterator[ProjectorRunner]:
+    """A runner for `projector` in the background, stopped (gracefully) on exit."""
+    runner = ProjectorRunner(log.client, log.layout, projector, options=options, **kwargs)
+    stop = asyncio.Event()
+    task = asyncio.create_task(runner.run(stop))
+    await asyncio.wait_for(runner.ready.wait(), 15)
+    try:
+        yield runner
+    finally:
+        stop.set()
+        await task
+
+
+async def drained(log: EventLog, consumer: str, timeout: float = 30) -> None:
+    """Until `consumer` exists and has nothing pending or unacknowledged."""
+    js = log.client.jetstream()
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        with contextlib.suppress(nats.js.errors.NotFoundError):
+            info = await js.consumer_info(log.layout.name, consumer)
+            if not info.num_pending and not info.num_ack_pending:
+                return
+        assert asyncio.get_running_loop().time() < deadline, f"{consumer} did not drain"
+        await asyncio.sleep(0.05)
