@@ -28,27 +28,22 @@ import argparse
 import asyncio
 import contextlib
 import os
-import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import nats
 import nats.js.errors
+from common import CpuMeter, console, machine, progress_bar, server_binary_version
 from nats.js.api import StorageType, StreamConfig
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from eventloom.appender import AppendRequest
-from eventloom.bus.embedded import nats_server_binary
 from eventloom.event import ENVELOPE_VERSION, Event, encode_event, utc_timestamp
 from eventloom.ledger.files import ledger_path
 from eventloom.ledger.mirror import MIRROR_CONSUMER
@@ -65,8 +60,6 @@ NODE_START_TIMEOUT_S = 30.0
 NODE_STOP_TIMEOUT_S = 20.0
 MIRROR_TIMEOUT_S = 120.0
 MIRROR_POLL_S = 0.02
-
-console = Console(stderr=True)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -144,19 +137,6 @@ def chunks(items: list[AppendRequest], size: int) -> Iterator[list[AppendRequest
 
 
 # ---------------------------------------------------------------------------------------------- phases
-
-
-def progress_bar() -> Progress:
-    return Progress(
-        TextColumn("{task.description:<26}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]}"),
-        TimeElapsedColumn(),
-        console=console,
-        refresh_per_second=4,
-        transient=False,
-    )
 
 
 async def raw_publish(
@@ -256,62 +236,6 @@ def ledger_lines(ledger_dir: Path, sessions: list[str]) -> dict[str, int]:
         with open(path, "rb") as handle:
             counts[session] = sum(1 for _ in handle)
     return counts
-
-
-class CpuMeter:
-    """CPU seconds (user + system) used by this process, the node process and nats-server, per phase."""
-
-    def __init__(self, node: RuntimeInfo) -> None:
-        self._pids = {"node": node.pid, "nats_server": node.nats_pid}
-        self._start: dict[str, float] = {}
-        self._wall = 0.0
-
-    def _now(self) -> dict[str, float]:
-        ticks = os.sysconf("SC_CLK_TCK")
-        used = {"bench_client": time.process_time()}
-        for name, pid in self._pids.items():
-            if pid is None:
-                continue
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                used[name] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
-        return used
-
-    def start(self) -> None:
-        self._start = self._now()
-        self._wall = time.perf_counter()
-
-    def stop(self) -> dict[str, float]:
-        end = self._now()
-        used = {k: round(end[k] - self._start[k], 2) for k in end if k in self._start}
-        used["wall"] = round(time.perf_counter() - self._wall, 2)
-        return used
-
-
-def machine(server_version: str) -> dict[str, Any]:
-    cpu_model = ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu_model = line.split(":", 1)[1].strip()
-                break
-    return {
-        "nproc": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-        "cpu": cpu_model,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "nats_server": server_version,
-        "nats_py": metadata.version("nats-py"),
-    }
-
-
-def server_binary_version() -> str:
-    with contextlib.suppress(Exception):
-        out = subprocess.run(
-            [str(nats_server_binary()), "--version"], capture_output=True, text=True, timeout=10, check=False
-        )
-        return out.stdout.strip().removeprefix("nats-server: ")
-    return "unknown"
 
 
 # ---------------------------------------------------------------------------------------------- main

@@ -22,7 +22,7 @@ from typing import Any
 
 import ladybug
 import msgspec
-from append import console, machine, progress_bar, server_binary_version
+from common import console, machine, progress_bar, server_binary_version
 
 from eventloom.appender import AppendRequest
 from eventloom.log import EventLog

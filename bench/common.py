@@ -1,0 +1,89 @@
+"""What every benchmark script shares: the stderr console and progress bar, the machine, CPU accounting."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import subprocess
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from eventloom.bus.embedded import nats_server_binary
+from eventloom.runtime import RuntimeInfo
+
+console = Console(stderr=True)
+
+
+def progress_bar() -> Progress:
+    return Progress(
+        TextColumn("{task.description:<26}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        console=console,
+        refresh_per_second=4,
+        transient=False,
+    )
+
+
+class CpuMeter:
+    """CPU seconds (user + system) used by this process, the node process and nats-server, per phase."""
+
+    def __init__(self, node: RuntimeInfo) -> None:
+        self._pids = {"node": node.pid, "nats_server": node.nats_pid}
+        self._start: dict[str, float] = {}
+        self._wall = 0.0
+
+    def _now(self) -> dict[str, float]:
+        ticks = os.sysconf("SC_CLK_TCK")
+        used = {"bench_client": time.process_time()}
+        for name, pid in self._pids.items():
+            if pid is None:
+                continue
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                used[name] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+        return used
+
+    def start(self) -> None:
+        self._start = self._now()
+        self._wall = time.perf_counter()
+
+    def stop(self) -> dict[str, float]:
+        end = self._now()
+        used = {k: round(end[k] - self._start[k], 2) for k in end if k in self._start}
+        used["wall"] = round(time.perf_counter() - self._wall, 2)
+        return used
+
+
+def machine(server_version: str) -> dict[str, Any]:
+    cpu_model = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    return {
+        "nproc": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "cpu": cpu_model,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "nats_server": server_version,
+        "nats_py": metadata.version("nats-py"),
+    }
+
+
+def server_binary_version() -> str:
+    with contextlib.suppress(Exception):
+        out = subprocess.run(
+            [str(nats_server_binary()), "--version"], capture_output=True, text=True, timeout=10, check=False
+        )
+        return out.stdout.strip().removeprefix("nats-server: ")
+    return "unknown"
