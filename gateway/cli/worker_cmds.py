@@ -42,13 +42,13 @@ def register(app: typer.Typer) -> None:
 @projector_app.command("run", help="Run one projector until Ctrl-C (finishes the batch in hand first).")
 def projector_run(ctx: typer.Context, name: str, partitions: PartitionsOption = None) -> None:
     settings = settings_of(ctx)
-    run(_run_worker(settings, lambda log: projector_runner(log, name, _partitions(partitions, settings))))
+    run(_run_worker(settings, lambda log: projector_runner(log, name, _partitions(partitions, log))))
 
 
 @producer_app.command("run", help="Run producers (one name, or several sharing one consumer) until Ctrl-C.")
 def producer_run(ctx: typer.Context, names: list[str], partitions: PartitionsOption = None) -> None:
     settings = settings_of(ctx)
-    run(_run_worker(settings, lambda log: producer_runner(log, names, _partitions(partitions, settings))))
+    run(_run_worker(settings, lambda log: producer_runner(log, names, _partitions(partitions, log))))
 
 
 @projector_app.command("list", help="Installed projectors (entry points) and whether the node runs them.")
@@ -113,9 +113,10 @@ def dlq_retry(
     console.print(f"queued {count} dead letter(s) of {consumer}; its worker retries them within seconds")
 
 
-def _partitions(spec: str | None, settings: Settings) -> list[int] | None:
+def _partitions(spec: str | None, log: EventLog) -> list[int] | None:
+    """Validated against the stream's own partition count (fixed when it was created)."""
     try:
-        return parse_partitions(spec, settings.partitions)
+        return parse_partitions(spec, log.layout.partitions)
     except ValueError as exc:
         fail(str(exc), EXIT_INVALID)
 
