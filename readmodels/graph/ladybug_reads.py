@@ -66,6 +66,33 @@ def to_version(row: dict[str, Any], prefix: str = "") -> EntityVersion:
     )
 
 
+def stored_edge_fields(row: dict[str, Any]) -> dict[str, Any]:
+    """The properties every stored edge carries (window, provenance, audit), decoded from a result row."""
+    return {
+        "properties": decode_json(row["properties"]),
+        "valid_from": row["valid_from"],
+        "valid_to": row["valid_to"],
+        "source_event_seq": row["source_event_seq"],
+        "source_event_hash": row["source_event_hash"],
+        "source_event_type": row["source_event_type"],
+        "source_thread": row["source_thread"],
+        "inferred": bool(row["inferred"]),
+        "confidence": row["confidence"],
+        "inference_method": row["inference_method"],
+        "evidence_event_hashes": list(row["evidence_event_hashes"] or []),
+        "evidence_event_seqs": list(row["evidence_event_seqs"] or []),
+        "evidence_citations": list(row["evidence_citations"] or []),
+        "evidence_quotes": list(row["evidence_quotes"] or []),
+        "edge_id": row["edge_id"],
+        "review_status": row["review_status"],
+        "authority_status": row["authority_status"],
+        "derived_from_event_seq": row["derived_from_event_seq"],
+        "derived_from_event_hash": row["derived_from_event_hash"],
+        "carried_from": row["carried_from"],
+        "carried_by_event_seq": row["carried_by_event_seq"],
+    }
+
+
 def to_edge(row: dict[str, Any]) -> RelationEdge:
     return RelationEdge(
         uid=row["uid"],
@@ -77,27 +104,7 @@ def to_edge(row: dict[str, Any]) -> RelationEdge:
         target_uid=row["b_uid"],
         target_name=row["b_name"],
         target_entity_type=row["b_type"],
-        properties=decode_json(row["properties"]),
-        valid_from=row["valid_from"],
-        valid_to=row["valid_to"],
-        source_event_seq=row["source_event_seq"],
-        source_event_hash=row["source_event_hash"],
-        source_event_type=row["source_event_type"],
-        source_thread=row["source_thread"],
-        inferred=bool(row["inferred"]),
-        confidence=row["confidence"],
-        inference_method=row["inference_method"],
-        evidence_event_hashes=list(row["evidence_event_hashes"] or []),
-        evidence_event_seqs=list(row["evidence_event_seqs"] or []),
-        evidence_citations=list(row["evidence_citations"] or []),
-        evidence_quotes=list(row["evidence_quotes"] or []),
-        edge_id=row["edge_id"],
-        review_status=row["review_status"],
-        authority_status=row["authority_status"],
-        derived_from_event_seq=row["derived_from_event_seq"],
-        derived_from_event_hash=row["derived_from_event_hash"],
-        carried_from=row["carried_from"],
-        carried_by_event_seq=row["carried_by_event_seq"],
+        **stored_edge_fields(row),
     )
 
 

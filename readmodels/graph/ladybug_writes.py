@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from readmodels.graph.identity import checkpoint_uid, decode_json, event_uid, typed_label
+from readmodels.graph.ladybug_reads import stored_edge_fields
 from readmodels.graph.ladybug_schema import (
     AUDIT_FIELDS,
     CITATION_TYPES,
@@ -71,27 +72,7 @@ def edge_from_row(row: dict[str, Any]) -> RelationRow:
         target_uid=row["target_uid"],
         source_name=row["source_name"],
         target_name=row["target_name"],
-        properties=decode_json(row["properties"]),
-        valid_from=row["valid_from"],
-        valid_to=row["valid_to"],
-        source_event_seq=row["source_event_seq"],
-        source_event_hash=row["source_event_hash"],
-        source_event_type=row["source_event_type"],
-        source_thread=row["source_thread"],
-        inferred=bool(row["inferred"]),
-        confidence=row["confidence"],
-        inference_method=row["inference_method"],
-        evidence_event_hashes=list(row["evidence_event_hashes"] or []),
-        evidence_event_seqs=list(row["evidence_event_seqs"] or []),
-        evidence_citations=list(row["evidence_citations"] or []),
-        evidence_quotes=list(row["evidence_quotes"] or []),
-        edge_id=row["edge_id"],
-        review_status=row["review_status"],
-        authority_status=row["authority_status"],
-        derived_from_event_seq=row["derived_from_event_seq"],
-        derived_from_event_hash=row["derived_from_event_hash"],
-        carried_from=row["carried_from"],
-        carried_by_event_seq=row["carried_by_event_seq"],
+        **stored_edge_fields(row),
         content=row["content"] or "",
         loaded_uid=row["uid"],
     )
