@@ -20,7 +20,8 @@ import ladybug
 from readmodels.graph import ladybug_reads as reads
 from readmodels.graph.cypher_guard import single_read_statement
 from readmodels.graph.ladybug_schema import apply_migrations, typed_rel_ddl
-from readmodels.graph.ladybug_writes import load_open_edges, load_snapshot, read_checkpoints, write_plan
+from readmodels.graph.ladybug_snapshot import load_open_edges, load_snapshot, read_checkpoints
+from readmodels.graph.ladybug_writes import write_plan
 from readmodels.graph.model import EventProjection
 from readmodels.graph.protocol import GraphQueryError, GraphStoreError, ReadOnlyQueryError
 from readmodels.graph.records import (

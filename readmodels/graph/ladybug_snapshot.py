@@ -1,0 +1,128 @@
+"""LadybugDB reads before a batch: checkpoints, the `Snapshot` of versions and names, and open edges.
+
+What a batch touches is read inside the batch's write transaction, so resolution sees exactly the state
+the batch will be written on top of.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from readmodels.graph.identity import checkpoint_uid, decode_json
+from readmodels.graph.ladybug_reads import stored_edge_fields
+from readmodels.graph.ladybug_schema import EDGE_TYPES, ENTITY_TYPES, Execute
+from readmodels.graph.plan import EdgeDemands, EntityRow, LoadRequest, RelationRow, Snapshot
+
+
+def _returns(types: dict[str, str], var: str) -> str:
+    return ", ".join(f"{var}.{name} AS {name}" for name in types)
+
+
+ENTITY_RETURN = _returns(ENTITY_TYPES, "e")
+EDGE_RETURN = (
+    "a.uid AS source_uid, b.uid AS target_uid, a.name AS source_name, b.name AS target_name, "
+    + _returns(EDGE_TYPES, "r")
+)
+
+
+def entity_from_row(row: dict[str, Any]) -> EntityRow:
+    return EntityRow(
+        uid=row["uid"],
+        key=row["key"],
+        session=row["session"],
+        name=row["name"],
+        entity_type=row["entity_type"],
+        summary=row["summary"],
+        properties=decode_json(row["properties"]),
+        valid_from=row["valid_from"],
+        valid_to=row["valid_to"],
+        version=row["version"],
+        source_event_seq=row["source_event_seq"],
+        source_event_hash=row["source_event_hash"],
+        source_event_type=row["source_event_type"],
+        source_thread=row["source_thread"],
+    )
+
+
+def edge_from_row(row: dict[str, Any]) -> RelationRow:
+    return RelationRow(
+        key=row["key"],
+        triple=row["triple"],
+        session=row["session"],
+        relation_type=row["relation_type"],
+        source_uid=row["source_uid"],
+        target_uid=row["target_uid"],
+        source_name=row["source_name"],
+        target_name=row["target_name"],
+        **stored_edge_fields(row),
+        content=row["content"] or "",
+        loaded_uid=row["uid"],
+    )
+
+
+def read_checkpoints(execute: Execute, projector: str, sessions: list[str]) -> dict[str, int]:
+    if not sessions:
+        return {}
+    rows = execute(
+        "UNWIND $ids AS id MATCH (c:Checkpoint {id: id}) RETURN c.session AS session, c.seq AS seq",
+        {"ids": [checkpoint_uid(projector, session) for session in sessions]},
+    )
+    return {str(row["session"]): int(row["seq"]) for row in rows}
+
+
+def load_snapshot(execute: Execute, request: LoadRequest) -> Snapshot:
+    """Read the latest versions and names a batch touches, and open edges it names by `edge_id`."""
+    snapshot = Snapshot()
+    keys = dict.fromkeys(request.entity_keys)
+    if request.name_keys:
+        snapshot.names = {name: set() for name in request.name_keys}
+        rows = execute(
+            "MATCH (k:EntityKey) WHERE k.name_key IN $names RETURN k.name_key AS name_key, k.key AS key",
+            {"names": request.name_keys},
+        )
+        for row in rows:
+            snapshot.names[row["name_key"]].add(row["key"])
+            keys[row["key"]] = None
+    if keys:
+        rows = execute(
+            "UNWIND $keys AS key MATCH (k:EntityKey {key: key}) MATCH (e:Entity {uid: k.latest_uid}) "
+            f"RETURN {ENTITY_RETURN}",
+            {"keys": list(keys)},
+        )
+        snapshot.heads = {row["key"]: entity_from_row(row) for row in rows}
+    if request.edge_ids:
+        wanted = set(request.edge_ids)
+        rows = execute(
+            "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE r.valid_to IS NULL AND r.edge_id IN $ids "
+            f"RETURN {EDGE_RETURN}",
+            {"ids": sorted({edge_id for _, edge_id in wanted})},
+        )
+        snapshot.edge_id_edges = [
+            edge_from_row(row) for row in rows if (row["session"], row["edge_id"]) in wanted
+        ]
+    return snapshot
+
+
+def load_open_edges(execute: Execute, demands: EdgeDemands) -> list[RelationRow]:
+    """The stored open edges a first resolution asked for: on closed versions, by key, by triple."""
+    edges: list[RelationRow] = []
+    uids = sorted(demands.entities)
+    if uids:
+        for pattern in (
+            "MATCH (a:Entity {uid: uid}) MATCH (a)-[r:RELATES]->(b:Entity)",
+            "MATCH (b:Entity {uid: uid}) MATCH (a:Entity)-[r:RELATES]->(b)",
+        ):
+            rows = execute(
+                f"UNWIND $uids AS uid {pattern} WHERE r.valid_to IS NULL RETURN {EDGE_RETURN}", {"uids": uids}
+            )
+            edges.extend(edge_from_row(row) for row in rows)
+    for field, wanted in (("key", demands.keys), ("triple", demands.triples)):
+        pairs = [{"uid": uid, "value": value} for uid, value in sorted(wanted) if uid not in demands.entities]
+        if pairs:
+            rows = execute(
+                "UNWIND $pairs AS p MATCH (a:Entity {uid: p.uid}) MATCH (a)-[r:RELATES]->(b:Entity) "
+                f"WHERE r.valid_to IS NULL AND r.{field} = p.value RETURN {EDGE_RETURN}",
+                {"pairs": pairs},
+            )
+            edges.extend(edge_from_row(row) for row in rows)
+    return edges
