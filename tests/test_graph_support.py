@@ -95,6 +95,12 @@ async def dump(store: GraphStore, session: str) -> dict[str, Any]:
         ),
         "version_links": await count(store, "(a:Entity)-[:SUPERSEDED_BY]->(b:Entity)"),
         "projected": await count(store, "(v:Event)-[:PROJECTED_ENTITY]->(e:Entity)"),
+        "projected_relations": await store.query(
+            "MATCH (v:Event)-[p:PROJECTED_RELATION]->(e:Entity) WHERE v.session = $s RETURN v.seq AS seq, "
+            "p.uid AS uid, p.action AS action, e.uid AS source, p.target_uid AS target, "
+            "p.valid_from AS valid_from, p.valid_to AS valid_to ORDER BY seq, uid, action",
+            {"s": session},
+        ),
     }
 
 

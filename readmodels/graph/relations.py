@@ -7,7 +7,7 @@ docs/graph-schema.md.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -22,6 +22,17 @@ from readmodels.graph.model import (
     as_canonical,
 )
 from readmodels.graph.plan import EdgeDemands, EntityRow, RelationRow, WritePlan
+
+K = TypeVar("K")
+
+
+def _discard(index: dict[K, dict[int, RelationRow]], key: K, edge: RelationRow) -> None:
+    """Drop `edge` from `index[key]`, and the key once empty: a rebuild keeps one index for a whole log."""
+    edges = index.get(key)
+    if edges is not None:
+        edges.pop(id(edge), None)
+        if not edges:
+            del index[key]
 
 
 class EdgeIndex:
@@ -43,12 +54,12 @@ class EdgeIndex:
 
     def remove(self, edge: RelationRow) -> None:
         for uid in (edge.source_uid, edge.target_uid):
-            self.by_entity.get(uid, {}).pop(id(edge), None)
+            _discard(self.by_entity, uid, edge)
         if self.by_key.get(edge.key) is edge:
             del self.by_key[edge.key]
-        self.by_triple.get(edge.triple, {}).pop(id(edge), None)
+        _discard(self.by_triple, edge.triple, edge)
         if edge.edge_id is not None:
-            self.by_edge_id.get((edge.session, edge.edge_id), {}).pop(id(edge), None)
+            _discard(self.by_edge_id, (edge.session, edge.edge_id), edge)
 
     @staticmethod
     def ordered(edges: dict[int, RelationRow] | None) -> list[RelationRow]:
@@ -64,6 +75,7 @@ class RelationRules:
     plan: WritePlan
     demands: EdgeDemands
     _made_now: set[int]
+    _edge_projections: list[tuple[str, RelationRow, str]]  # this event's, frozen when it ends
 
     @property
     def event(self) -> SpineEvent:
@@ -214,4 +226,4 @@ class RelationRules:
                 self._project_edge(edge, "retracted")
 
     def _project_edge(self, edge: RelationRow, action: str) -> None:
-        self.plan.projected_relations.append((self.event_uid, edge, action))
+        self._edge_projections.append((self.event_uid, edge, action))

@@ -54,7 +54,15 @@ from readmodels.graph.model import (
     as_canonical,
     ts_after,
 )
-from readmodels.graph.plan import EdgeDemands, EntityRow, SessionRow, Snapshot, WritePlan, load_request
+from readmodels.graph.plan import (
+    EdgeDemands,
+    EntityRow,
+    RelationRow,
+    SessionRow,
+    Snapshot,
+    WritePlan,
+    load_request,
+)
 from readmodels.graph.relations import EdgeIndex, RelationRules
 
 __all__ = ["PLACEHOLDER_TYPE", "Resolver", "load_request"]
@@ -69,7 +77,12 @@ def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
 
 
 class Resolver(RelationRules):
-    """Resolves one batch against a snapshot. Use once: `Resolver(snapshot).resolve(projections)`."""
+    """Resolves a batch against a snapshot: `Resolver(snapshot).resolve(projections)`.
+
+    `resolve` may be called again with the projections that follow: it continues from the state the
+    previous call left, adding to the same plan (a rebuild resolves the whole log this way, see
+    `readmodels.graph.bulk`).
+    """
 
     def __init__(self, snapshot: Snapshot) -> None:
         # copies: resolving marks rows closed, and a snapshot may be resolved more than once
@@ -85,6 +98,7 @@ class Resolver(RelationRules):
         self.demands = EdgeDemands()
         self._touched: dict[str, None] = {}
         self._made_now: set[int] = set()
+        self._edge_projections: list[tuple[str, RelationRow, str]] = []
         self._event: SpineEvent | None = None
 
     # -- driving ---------------------------------------------------------------------------------------
@@ -94,11 +108,19 @@ class Resolver(RelationRules):
             self._start_event(projection.event)
             for op in projection.ops:
                 self._apply(op)
+            self._finish_event()
         plan = self.plan
         plan.heads = {key: self.heads[key] for key in self._touched}
         plan.new_relations = [edge for edge in plan.new_relations if not edge.discarded]
-        plan.projected_relations = [item for item in plan.projected_relations if not item[1].discarded]
         return plan
+
+    def _finish_event(self) -> None:
+        """Record each edge as this event left it: later events may close it, and batch boundaries
+        must not change what `PROJECTED_RELATION` says."""
+        for event, edge, action in self._edge_projections:
+            if not edge.discarded:
+                self.plan.projected_relations.append((event, msgspec.structs.replace(edge), action))
+        self._edge_projections = []
 
     def _start_event(self, event: SpineEvent) -> None:
         self._event = event
