@@ -7,10 +7,12 @@ and continues from the stream sequence the rebuild recorded (see `ProjectorRunne
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 
 import msgspec
+import nats.js.errors
 
 from eventloom.errors import EventloomError
 from eventloom.log import EventLog
@@ -40,6 +42,9 @@ async def rebuild(
     number = int(target.name.removeprefix("gen-"))
     fresh = load_projector(name, log.settings, generation=target)
     consumer = f"rebuild-{name}-gen{number}"
+    js = log.client.jetstream()
+    with contextlib.suppress(nats.js.errors.NotFoundError):  # left by an interrupted rebuild: start over
+        await js.delete_consumer(log.layout.name, consumer)
     runner = ProjectorRunner(
         log.client,
         log.layout,
@@ -48,7 +53,6 @@ async def rebuild(
         consumer=consumer,
         options=RunnerOptions(batch=batch, fetch_timeout_s=0.5, max_deliver=3),
     )
-    js = log.client.jetstream()
     total = int((await js.stream_info(log.layout.name)).state.last_seq)
     stop = asyncio.Event()
     started = time.perf_counter()

@@ -8,28 +8,33 @@ from projectors.graph.projector import GraphProjector
 from projectors.plugins import PluginContext
 from readmodels.generations import Generations
 from readmodels.graph.ladybug import LadybugGraphStore
+from readmodels.graph.ladybug_bulk import LadybugBulkLoader
 
 DATABASE = "graph.lbug"
 
 
-class EmbeddedGraphProjector(GraphProjector):
-    """A `GraphProjector` on the live generation (or a given one, for a rebuild)."""
+class EmbeddedGraphProjector(GraphProjector[LadybugGraphStore]):
+    """A `GraphProjector` on the live generation; it follows `current` when a rebuild swaps one in."""
 
     def __init__(self, context: PluginContext) -> None:
         self.generations = Generations(context.state_dir)
-        self._fixed = context.generation
         self.generation = 0
         super().__init__(LadybugGraphStore(self._database()), name=context.name)
 
     def _database(self) -> Path:
-        directory = self._fixed or self.generations.current()
+        directory = self.generations.current()
         self.generation = int(directory.name.removeprefix("gen-") or 0)
         return directory / DATABASE
 
     async def open(self) -> None:
-        self.store = LadybugGraphStore(self._database())  # follows `current` after a swap
+        self.store = LadybugGraphStore(self._database())
         await super().open()
 
 
-def graph_projector(context: PluginContext) -> EmbeddedGraphProjector:
+def graph_projector(
+    context: PluginContext,
+) -> GraphProjector[LadybugGraphStore] | GraphProjector[LadybugBulkLoader]:
+    """The live projector, or, for `eventloom rebuild` (a new, empty generation), a bulk loader of it."""
+    if context.generation is not None:
+        return GraphProjector(LadybugBulkLoader(context.generation / DATABASE), name=context.name)
     return EmbeddedGraphProjector(context)

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Generic, TypeVar
 
 from eventloom.event import Event
 from projectors.graph.extract import extract
-from readmodels.graph.protocol import GraphStore
+from readmodels.graph.protocol import GraphWriter
+
+W = TypeVar("W", bound=GraphWriter)
 
 
-class GraphProjector:
-    """Extracts each event (pure) and applies the batch to a `GraphStore` in one transaction.
+class GraphProjector(Generic[W]):
+    """Extracts each event (pure) and applies the batch to a graph store in one transaction.
 
     The store keeps the applied seq per (projector `name`, session) in the same transaction as the
     projection, so redelivered events are skipped and effects are exactly once.
     """
 
-    def __init__(self, store: GraphStore, name: str = "graph") -> None:
+    def __init__(self, store: W, name: str = "graph") -> None:
         self.store = store
         self.name = name
 

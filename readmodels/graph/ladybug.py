@@ -41,7 +41,7 @@ nearly every batch commit pay for a checkpoint, which costs more than the batch 
 _WRITE_REFUSED = "read-only transaction"
 
 
-def _rows(
+def run_rows(
     connection: ladybug.Connection, cypher: str, params: Mapping[str, Any] | None
 ) -> list[dict[str, Any]]:
     result = connection.execute(cypher, dict(params or {}))
@@ -180,14 +180,14 @@ class LadybugGraphStore:
     def _write(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         if self._writer is None:
             raise GraphStoreError("the graph store is not open")
-        return _rows(self._writer, cypher, params)
+        return run_rows(self._writer, cypher, params)
 
     def _read(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         if self._reader is None:
             if self._db is None:
                 raise GraphStoreError("the graph store is not open")
             self._reader = ladybug.Connection(self._db)
-        return _rows(self._reader, cypher, params)
+        return run_rows(self._reader, cypher, params)
 
     def _rel_tables(self) -> set[str]:
         rows = self._write("CALL show_tables() RETURN name, type")

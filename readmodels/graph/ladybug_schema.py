@@ -15,6 +15,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Final
 
+import pyarrow as pa
+
 from readmodels.graph.protocol import MigrationChecksumError, PlannedMigration
 
 Execute = Callable[[str, dict[str, Any] | None], list[dict[str, Any]]]
@@ -114,6 +116,17 @@ OBSERVATION_TYPES: Final[dict[str, str]] = {
     "ts": "STRING",
 }
 OBSERVATION_TABLES: Final = ("OBSERVED_COMMAND", "OBSERVED_FILE_EDIT", "OBSERVED_TOOL_CALL", "HAS_CHECKPOINT")
+
+
+ARROW_TYPES: Final[dict[str, pa.DataType]] = {
+    "STRING": pa.string(),
+    "INT64": pa.int64(),
+    "DOUBLE": pa.float64(),
+    "BOOLEAN": pa.bool_(),
+    "STRING[]": pa.list_(pa.string()),
+    "INT64[]": pa.list_(pa.int64()),
+}
+"""The Arrow type that carries each column type into LadybugDB (`LOAD FROM` and `COPY`)."""
 
 
 def _columns(types: dict[str, str], primary_key: str | None = None) -> str:

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from readmodels.graph.identity import checkpoint_uid, event_uid, typed_label
 from readmodels.graph.ladybug_schema import (
+    ARROW_TYPES,
     AUDIT_FIELDS,
     CITATION_TYPES,
     EDGE_TYPES,
@@ -31,14 +32,6 @@ from readmodels.graph.ladybug_schema import (
 )
 from readmodels.graph.plan import RelationRow, WritePlan
 
-_ARROW_TYPES: Final[dict[str, pa.DataType]] = {
-    "STRING": pa.string(),
-    "INT64": pa.int64(),
-    "DOUBLE": pa.float64(),
-    "BOOLEAN": pa.bool_(),
-    "STRING[]": pa.list_(pa.string()),
-    "INT64[]": pa.list_(pa.int64()),
-}
 ENDPOINTS: Final = {"source_uid": "STRING", "target_uid": "STRING"}
 SESSION_ROW: Final = {
     "session": "STRING",
@@ -79,7 +72,7 @@ CLOSED_ROW: Final = {"uid": "STRING", "valid_to": "STRING"}
 
 @cache
 def _struct(columns: tuple[tuple[str, str], ...]) -> pa.StructType:
-    return pa.struct([(name, _ARROW_TYPES[kind]) for name, kind in columns])
+    return pa.struct([(name, ARROW_TYPES[kind]) for name, kind in columns])
 
 
 def _table(types: Mapping[str, str], rows: list[dict[str, Any]]) -> pa.Table:
@@ -143,17 +136,21 @@ def write_plan(
         "MERGE (c:Checkpoint {id: r.id}) SET c.projector = r.projector, c.session = r.session, "
         "c.seq = r.seq, c.event_hash = r.hash",
         CHECKPOINT_ROW,
-        [
-            {
-                "id": checkpoint_uid(projector, session),
-                "projector": projector,
-                "session": session,
-                "seq": seq,
-                "hash": h,
-            }
-            for session, (seq, h) in plan.applied.items()
-        ],
+        checkpoint_rows(plan, projector),
     )
+
+
+def checkpoint_rows(plan: WritePlan, projector: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": checkpoint_uid(projector, session),
+            "projector": projector,
+            "session": session,
+            "seq": seq,
+            "hash": h,
+        }
+        for session, (seq, h) in plan.applied.items()
+    ]
 
 
 def _write_spine(execute: Execute, plan: WritePlan) -> None:
@@ -164,20 +161,41 @@ def _write_spine(execute: Execute, plan: WritePlan) -> None:
         "SET s.last_seq = r.last_seq, s.last_ts = r.last_ts, s.last_hash = r.last_hash, "
         "s.event_count = s.event_count + r.count",
         SESSION_ROW,
-        [
-            {
-                "session": row.session,
-                "first_seq": row.first_seq,
-                "first_ts": row.first_ts,
-                "last_seq": row.last_seq,
-                "last_ts": row.last_ts,
-                "last_hash": row.last_hash,
-                "count": row.count,
-            }
-            for row in plan.sessions.values()
-        ],
+        session_rows(plan),
     )
-    events: list[dict[str, Any]] = [
+    _load(
+        execute,
+        f"MATCH (s:Session {{id: r.session}}) CREATE (e:Event {{{_props(EVENT_TYPES)}}}) "
+        "CREATE (s)-[:HAS_EVENT]->(e)",
+        EVENT_TYPES,
+        event_rows(plan),
+    )
+    _load(
+        execute,
+        "MATCH (p:Event {uid: r.prev}) MATCH (e:Event {uid: r.uid}) "
+        "CREATE (p)-[:NEXT_EVENT]->(e), (e)-[:PREVIOUS_EVENT]->(p)",
+        {"prev": "STRING", "uid": "STRING"},
+        spine_link_rows(plan),
+    )
+
+
+def session_rows(plan: WritePlan) -> list[dict[str, Any]]:
+    return [
+        {
+            "session": row.session,
+            "first_seq": row.first_seq,
+            "first_ts": row.first_ts,
+            "last_seq": row.last_seq,
+            "last_ts": row.last_ts,
+            "last_hash": row.last_hash,
+            "count": row.count,
+        }
+        for row in plan.sessions.values()
+    ]
+
+
+def event_rows(plan: WritePlan) -> list[dict[str, Any]]:
+    return [
         {
             "uid": event_uid(event.session, event.seq),
             "session": event.session,
@@ -193,24 +211,15 @@ def _write_spine(execute: Execute, plan: WritePlan) -> None:
         }
         for event in plan.events
     ]
-    _load(
-        execute,
-        f"MATCH (s:Session {{id: r.session}}) CREATE (e:Event {{{_props(EVENT_TYPES)}}}) "
-        "CREATE (s)-[:HAS_EVENT]->(e)",
-        EVENT_TYPES,
-        events,
-    )
-    _load(
-        execute,
-        "MATCH (p:Event {uid: r.prev}) MATCH (e:Event {uid: r.uid}) "
-        "CREATE (p)-[:NEXT_EVENT]->(e), (e)-[:PREVIOUS_EVENT]->(p)",
-        {"prev": "STRING", "uid": "STRING"},
-        [
-            {"prev": event_uid(event.session, event.seq - 1), "uid": event_uid(event.session, event.seq)}
-            for event in plan.events
-            if event.seq > 1
-        ],
-    )
+
+
+def spine_link_rows(plan: WritePlan) -> list[dict[str, Any]]:
+    """(previous event, event) of every event after a session's first."""
+    return [
+        {"prev": event_uid(event.session, event.seq - 1), "uid": event_uid(event.session, event.seq)}
+        for event in plan.events
+        if event.seq > 1
+    ]
 
 
 def _write_edges(execute: Execute, plan: WritePlan, ensure_typed: Callable[[str], None]) -> None:
@@ -256,11 +265,11 @@ def _write_edges(execute: Execute, plan: WritePlan, ensure_typed: Callable[[str]
         "MATCH (v:Event {uid: r.event_uid}) MATCH (e:Entity {uid: r.source_uid}) "
         f"CREATE (v)-[:PROJECTED_RELATION {{{_props(PROJECTED_RELATION_TYPES)}}}]->(e)",
         {"event_uid": "STRING", "source_uid": "STRING", **PROJECTED_RELATION_TYPES},
-        [_projected_relation_row(ev, edge, action) for ev, edge, action in plan.projected_relations],
+        [projected_relation_row(ev, edge, action) for ev, edge, action in plan.projected_relations],
     )
 
 
-def _projected_relation_row(event: str, edge: RelationRow, action: str) -> dict[str, Any]:
+def projected_relation_row(event: str, edge: RelationRow, action: str) -> dict[str, Any]:
     row = {name: getattr(edge, name) for name in AUDIT_FIELDS}
     row.update(
         event_uid=event,

@@ -91,7 +91,7 @@ def ts_after(canonical: str) -> str:
     return (moment + timedelta(microseconds=1)).strftime(_CANONICAL_FORMAT)
 
 
-class Provenance(msgspec.Struct, frozen=True, kw_only=True):
+class Provenance(msgspec.Struct, gc=False, frozen=True, kw_only=True):
     """The event a fact was projected from, and the conversation thread it came from (if known)."""
 
     event_seq: int
@@ -100,7 +100,7 @@ class Provenance(msgspec.Struct, frozen=True, kw_only=True):
     source_thread: str | None = None
 
 
-class SpineEvent(msgspec.Struct, frozen=True, kw_only=True):
+class SpineEvent(msgspec.Struct, gc=False, frozen=True, kw_only=True):
     """The `Event` node of the session spine: identity, chain links and a one-line summary."""
 
     session: str
@@ -118,7 +118,7 @@ class SpineEvent(msgspec.Struct, frozen=True, kw_only=True):
         return f"eventloom://{self.session}/events/{self.seq}#{self.hash[:12]}"
 
 
-class EntityRef(msgspec.Struct, frozen=True):
+class EntityRef(msgspec.Struct, gc=False, frozen=True):
     """Names an entity: by name and type, or by name alone (then the store resolves the type)."""
 
     name: str
@@ -131,7 +131,7 @@ class EntityRef(msgspec.Struct, frozen=True):
             check_snake_case("entity_type", self.entity_type)
 
 
-class EntityAssertion(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+class EntityAssertion(msgspec.Struct, gc=False, frozen=True, kw_only=True, tag=True):
     """An entity holds from `valid_from`, with this summary and these properties.
 
     Reassertion merges: a `None` summary keeps the current one, properties are merged key by key and a
@@ -153,7 +153,7 @@ class EntityAssertion(msgspec.Struct, frozen=True, kw_only=True, tag=True):
         return EntityRef(self.name, self.entity_type)
 
 
-class RelationAssertion(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+class RelationAssertion(msgspec.Struct, gc=False, frozen=True, kw_only=True, tag=True):
     """A typed relation between the current versions of two entities, holding from `valid_from`.
 
     `inferred` relations are non-authoritative: they carry how sure their producer was (`confidence`), how
@@ -188,7 +188,7 @@ class RelationAssertion(msgspec.Struct, frozen=True, kw_only=True, tag=True):
             raise InvalidGraphWrite("an inferred relation needs `confidence` and `inference_method`")
 
 
-class EntityInvalidation(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+class EntityInvalidation(msgspec.Struct, gc=False, frozen=True, kw_only=True, tag=True):
     """The entity's current version stops holding at `invalid_at`; nothing is deleted."""
 
     name: str
@@ -201,7 +201,7 @@ class EntityInvalidation(msgspec.Struct, frozen=True, kw_only=True, tag=True):
         EntityRef(self.name, self.entity_type)
 
 
-class RelationInvalidation(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+class RelationInvalidation(msgspec.Struct, gc=False, frozen=True, kw_only=True, tag=True):
     """Every open relation `source -[relation_type]-> target` (by entity names) closes at `invalid_at`."""
 
     source: str
@@ -215,7 +215,7 @@ class RelationInvalidation(msgspec.Struct, frozen=True, kw_only=True, tag=True):
         check_snake_case("relation_type", self.relation_type)
 
 
-class EdgeRetraction(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+class EdgeRetraction(msgspec.Struct, gc=False, frozen=True, kw_only=True, tag=True):
     """An inferred edge is withdrawn at `retracted_at`: by `edge_id`, or by source, target and type."""
 
     retracted_at: str
@@ -234,7 +234,7 @@ class EdgeRetraction(msgspec.Struct, frozen=True, kw_only=True, tag=True):
             raise InvalidGraphWrite("name the retracted edge by `edge_id` or by source, target and type")
 
 
-class SourceCitation(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+class SourceCitation(msgspec.Struct, gc=False, frozen=True, kw_only=True, tag=True):
     """A span of a source (file, document) cited by the event and/or by an entity asserted with it."""
 
     path: str
@@ -255,7 +255,7 @@ class SourceCitation(msgspec.Struct, frozen=True, kw_only=True, tag=True):
             raise InvalidGraphWrite("a citing entity must be named with its type")
 
 
-class TaskObservation(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+class TaskObservation(msgspec.Struct, gc=False, frozen=True, kw_only=True, tag=True):
     """The event was observed while working on `task_id` (only when the event names the task itself)."""
 
     task_id: str
@@ -280,7 +280,7 @@ GraphOp: TypeAlias = (
 )
 
 
-class EventProjection(msgspec.Struct, frozen=True, kw_only=True):
+class EventProjection(msgspec.Struct, gc=False, frozen=True, kw_only=True):
     """One event's contribution to the graph: its spine node and the operations derived from it."""
 
     event: SpineEvent

@@ -76,7 +76,7 @@ EDGE_FIELDS: tuple[str, ...] = (
 """Properties of `RELATES` and of every typed relationship (`PROJECTED_RELATION` has the audit subset)."""
 
 
-class EntityRow(msgspec.Struct, kw_only=True):
+class EntityRow(msgspec.Struct, gc=False, kw_only=True):
     """One entity version, as loaded or as about to be created."""
 
     uid: str
@@ -105,7 +105,7 @@ class EntityRow(msgspec.Struct, kw_only=True):
         return values
 
 
-class RelationRow(msgspec.Struct, kw_only=True):
+class RelationRow(msgspec.Struct, gc=False, kw_only=True):
     """One edge (`RELATES` and its typed twin), as loaded or as about to be created."""
 
     key: str
@@ -139,6 +139,7 @@ class RelationRow(msgspec.Struct, kw_only=True):
     carried_by_event_seq: int | None
     content: str  # content hash: what a reassertion is compared against
     loaded_uid: str | None = None  # set for edges read from the store; pending edges derive theirs
+    derived_uid: str | None = None  # memo of the derived uid; whoever moves the edge's ends resets it
     pending: bool = False
     discarded: bool = False  # replaced by a later statement of the same event
 
@@ -150,7 +151,11 @@ class RelationRow(msgspec.Struct, kw_only=True):
     def uid(self) -> str:
         if self.loaded_uid is not None:
             return self.loaded_uid
-        return edge_uid(self.key, self.source_uid, self.target_uid, self.valid_from, self.created_by_seq)
+        if self.derived_uid is None:
+            self.derived_uid = edge_uid(
+                self.key, self.source_uid, self.target_uid, self.valid_from, self.created_by_seq
+            )
+        return self.derived_uid
 
     @property
     def is_open(self) -> bool:
@@ -200,7 +205,7 @@ class Snapshot(msgspec.Struct, kw_only=True):
     edge_id_edges: list[RelationRow] = msgspec.field(default_factory=list)
 
 
-class SessionRow(msgspec.Struct, kw_only=True):
+class SessionRow(msgspec.Struct, gc=False, kw_only=True):
     session: str
     first_seq: int
     first_ts: str

@@ -52,14 +52,8 @@ class PlannedMigration(msgspec.Struct, frozen=True, kw_only=True):
 
 
 @runtime_checkable
-class GraphStore(Protocol):
-    """A temporal graph of sessions, events, entity versions, relations, sources and observations.
-
-    Every method is async; a backend whose driver is synchronous runs it in worker threads.
-    Timestamps (`as_of`, windows) are RFC 3339; stored ones are UTC with microseconds and `Z`.
-    A version or edge is current at `t` when `valid_from <= t < valid_to` (open `valid_to`: still holds);
-    `as_of=None` means now, i.e. `valid_to` is null.
-    """
+class GraphWriter(Protocol):
+    """What the graph projector needs: checkpoints, and batches written with them exactly once."""
 
     async def open(self) -> None:
         """Connect and apply missing migrations (idempotent; a changed checksum is refused)."""
@@ -78,6 +72,17 @@ class GraphStore(Protocol):
         session the batch must be in seq order. On any error nothing of the batch is written.
         """
         ...
+
+
+@runtime_checkable
+class GraphStore(GraphWriter, Protocol):
+    """A temporal graph of sessions, events, entity versions, relations, sources and observations.
+
+    Every method is async; a backend whose driver is synchronous runs it in worker threads.
+    Timestamps (`as_of`, windows) are RFC 3339; stored ones are UTC with microseconds and `Z`.
+    A version or edge is current at `t` when `valid_from <= t < valid_to` (open `valid_to`: still holds);
+    `as_of=None` means now, i.e. `valid_to` is null.
+    """
 
     async def query(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run one read-only Cypher statement; `ReadOnlyQueryError` for writes or several statements."""

@@ -175,6 +175,7 @@ class RelationRules:
             edge.source_uid = new.uid if edge.source_uid == old.uid else edge.source_uid
             edge.target_uid = new.uid if edge.target_uid == old.uid else edge.target_uid
             edge.valid_from = max(edge.valid_from, new.valid_from)
+            edge.derived_uid = None
             self.edges.add(edge)
             return
         previous_uid = edge.uid
@@ -188,6 +189,7 @@ class RelationRules:
             carried_from=previous_uid,
             carried_by_event_seq=self.event.seq,
             loaded_uid=None,
+            derived_uid=None,
             pending=True,
             evidence_event_hashes=list(edge.evidence_event_hashes),
             evidence_event_seqs=list(edge.evidence_event_seqs),

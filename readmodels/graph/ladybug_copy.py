@@ -1,0 +1,202 @@
+"""The tables a bulk load fills with `COPY`, their column layouts, and the rows of a plan for each.
+
+`COPY` maps columns by position, so each target lists its columns in the table's own property order
+(a relationship table's first two are the `from` and `to` primary keys); tests/test_graph_bulk.py checks
+every layout against `CALL table_info`. The rows come from the same builders as the incremental writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+
+from readmodels.graph.identity import encode_json, typed_label
+from readmodels.graph.ladybug_schema import (
+    ARROW_TYPES,
+    CITATION_TYPES,
+    EDGE_TYPES,
+    ENTITY_TYPES,
+    EVENT_TYPES,
+    OBSERVATION_TABLES,
+    OBSERVATION_TYPES,
+    PROJECTED_RELATION_TYPES,
+)
+from readmodels.graph.ladybug_writes import (
+    checkpoint_rows,
+    event_rows,
+    projected_relation_row,
+    session_rows,
+    spine_link_rows,
+)
+from readmodels.graph.plan import RelationRow, WritePlan
+
+ENDS = {"from": "STRING", "to": "STRING"}
+
+
+class CopyTarget(NamedTuple):
+    """One `COPY` destination: a table (and, for a table joining several pairs, which pair)."""
+
+    table: str
+    columns: tuple[tuple[str, str], ...]  # (name, column type), in the table's property order
+    node: bool = False
+    pair: tuple[str, str] | None = None  # (FROM, TO) node tables, for relationship tables with several
+    typed: str | None = None  # set for a typed relationship table, created on demand
+
+    @property
+    def schema(self) -> pa.Schema:
+        return pa.schema([(name, ARROW_TYPES[kind]) for name, kind in self.columns])
+
+    def copy_statement(self) -> str:
+        """`COPY` from the Arrow table passed as `$rows`."""
+        options = f" (from='{self.pair[0]}', to='{self.pair[1]}')" if self.pair else ""
+        return f"COPY `{self.table}` FROM $rows{options}"
+
+
+def _node(table: str, columns: Mapping[str, str]) -> CopyTarget:
+    return CopyTarget(table, tuple(columns.items()), node=True)
+
+
+def _rel(table: str, columns: Mapping[str, str] | None = None, **kwargs: Any) -> CopyTarget:
+    return CopyTarget(table, tuple({**ENDS, **(columns or {})}.items()), **kwargs)
+
+
+SESSION = _node(
+    "Session",
+    {
+        "id": "STRING",
+        "first_seq": "INT64",
+        "first_ts": "STRING",
+        "last_seq": "INT64",
+        "last_ts": "STRING",
+        "last_hash": "STRING",
+        "event_count": "INT64",
+    },
+)
+EVENT = _node("Event", EVENT_TYPES)
+ENTITY = _node("Entity", ENTITY_TYPES)
+ENTITY_KEY = _node(
+    "EntityKey",
+    {
+        "key": "STRING",
+        "session": "STRING",
+        "name": "STRING",
+        "entity_type": "STRING",
+        "name_key": "STRING",
+        "latest_uid": "STRING",
+        "versions": "INT64",
+    },
+)
+SOURCE = _node(
+    "Source",
+    {
+        "uid": "STRING",
+        "session": "STRING",
+        "path": "STRING",
+        "line_start": "INT64",
+        "line_end": "INT64",
+        "checksum": "STRING",
+        "text": "STRING",
+    },
+)
+CHECKPOINT = _node(
+    "Checkpoint",
+    {"id": "STRING", "projector": "STRING", "session": "STRING", "seq": "INT64", "event_hash": "STRING"},
+)
+HAS_EVENT = _rel("HAS_EVENT")
+NEXT_EVENT = _rel("NEXT_EVENT")
+PREVIOUS_EVENT = _rel("PREVIOUS_EVENT")
+SUPERSEDED_BY = _rel("SUPERSEDED_BY", {"at": "STRING"})
+PREVIOUS_VERSION = _rel("PREVIOUS_VERSION", {"at": "STRING"})
+RELATES = _rel("RELATES", EDGE_TYPES)
+PROJECTED_ENTITY = _rel("PROJECTED_ENTITY", {"action": "STRING"})
+PROJECTED_RELATION = _rel("PROJECTED_RELATION", PROJECTED_RELATION_TYPES)
+EVENT_CITES = _rel("CITES_SOURCE", CITATION_TYPES, pair=("Event", "Source"))
+ENTITY_CITES = _rel("CITES_SOURCE", CITATION_TYPES, pair=("Entity", "Source"))
+OBSERVATIONS = {kind: _rel(kind, OBSERVATION_TYPES) for kind in OBSERVATION_TABLES}
+
+
+@cache
+def typed_relation(label: str) -> CopyTarget:
+    """The target of a typed relationship table; `label` must come from `identity.typed_label`."""
+    return _rel(label, EDGE_TYPES, typed=label)
+
+
+def copy_order(target: CopyTarget) -> tuple[bool, bool, str, tuple[str, str] | None]:
+    """Sort key: node tables before the relationship tables that point at them, checkpoints last (a
+    load that stops half-way has none, so it can never pass for a complete one)."""
+    return (target is CHECKPOINT, not target.node, target.table, target.pair)
+
+
+def copy_tables(plan: WritePlan, projector: str) -> dict[CopyTarget, pa.Table]:
+    """Every row of `plan` as one Arrow table per `COPY` target (empty targets are left out)."""
+    tables = {
+        target: pa.Table.from_pylist(rows, schema=target.schema)
+        for target, rows in _dict_rows(plan, projector).items()
+        if rows
+    }
+    if plan.new_relations:
+        tables.update(_edge_tables(plan.new_relations))
+    return tables
+
+
+def _edge_tables(edges: list[RelationRow]) -> dict[CopyTarget, pa.Table]:
+    """`RELATES` and the typed twins, built column by column (they are most of a graph's rows)."""
+    columns: dict[str, list[Any]] = {
+        "from": [edge.source_uid for edge in edges],
+        "to": [edge.target_uid for edge in edges],
+    }
+    for name in EDGE_TYPES:
+        if name == "properties":
+            columns[name] = [encode_json(edge.properties) for edge in edges]
+        else:
+            columns[name] = [getattr(edge, name) for edge in edges]
+    relates = pa.table(columns, schema=RELATES.schema)
+    by_label: dict[str, list[int]] = {}
+    for index, edge in enumerate(edges):
+        by_label.setdefault(typed_label(edge.relation_type), []).append(index)
+    tables = {RELATES: relates}
+    for label, indices in by_label.items():
+        tables[typed_relation(label)] = relates.take(pa.array(indices, pa.int64()))
+    return tables
+
+
+def _dict_rows(plan: WritePlan, projector: str) -> dict[CopyTarget, list[dict[str, Any]]]:
+    events = event_rows(plan)
+    links = spine_link_rows(plan)
+    targets: dict[CopyTarget, list[dict[str, Any]]] = {
+        SESSION: [{**row, "id": row["session"], "event_count": row["count"]} for row in session_rows(plan)],
+        EVENT: events,
+        HAS_EVENT: [{"from": row["session"], "to": row["uid"]} for row in events],
+        NEXT_EVENT: [{"from": link["prev"], "to": link["uid"]} for link in links],
+        PREVIOUS_EVENT: [{"from": link["uid"], "to": link["prev"]} for link in links],
+        ENTITY: [row.row() for row in plan.new_entities],
+        ENTITY_KEY: plan.entity_key_rows(),
+        SUPERSEDED_BY: [{"from": old, "to": new, "at": at} for old, new, at in plan.version_links],
+        PREVIOUS_VERSION: [{"from": new, "to": old, "at": at} for old, new, at in plan.version_links],
+        PROJECTED_ENTITY: [
+            {"from": event, "to": row.uid, "action": action} for event, row, action in plan.projected_entities
+        ],
+        PROJECTED_RELATION: [
+            {**projected_relation_row(event, edge, action), "from": event, "to": edge.source_uid}
+            for event, edge, action in plan.projected_relations
+        ],
+        SOURCE: list(plan.sources.values()),
+        EVENT_CITES: [
+            {**cite, "from": cite["event_uid"], "to": cite["source_uid"]} for cite in plan.event_citations
+        ],
+        ENTITY_CITES: [
+            {**cite, "from": row.uid, "to": cite["source_uid"]} for row, cite in plan.entity_citations
+        ],
+        CHECKPOINT: [{**row, "event_hash": row["hash"]} for row in checkpoint_rows(plan, projector)],
+    }
+    for task, observation in plan.observations:
+        target = OBSERVATIONS.get(observation["kind"])
+        if target is None:
+            raise ValueError(f"unknown observation kind {observation['kind']!r}")
+        targets.setdefault(target, []).append(
+            {**observation, "from": task.uid, "to": observation["event_uid"]}
+        )
+    return targets

@@ -1,0 +1,247 @@
+"""Bulk loading (`eventloom rebuild graph`): the same graph as incremental projection, row for row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import ladybug
+import pytest
+
+from projectors.graph.extract import extract
+from readmodels.graph import bulk
+from readmodels.graph.identity import typed_label
+from readmodels.graph.ladybug import LadybugGraphStore, run_rows
+from readmodels.graph.ladybug_bulk import LadybugBulkLoader
+from readmodels.graph.ladybug_copy import (
+    CHECKPOINT,
+    ENTITY,
+    ENTITY_CITES,
+    ENTITY_KEY,
+    EVENT,
+    EVENT_CITES,
+    HAS_EVENT,
+    NEXT_EVENT,
+    OBSERVATIONS,
+    PREVIOUS_EVENT,
+    PREVIOUS_VERSION,
+    PROJECTED_ENTITY,
+    PROJECTED_RELATION,
+    RELATES,
+    SESSION,
+    SOURCE,
+    SUPERSEDED_BY,
+    CopyTarget,
+    typed_relation,
+)
+from readmodels.graph.protocol import GraphStoreError
+from tests.test_graph_support import SessionLog, fact, project, work_story
+
+pytestmark = pytest.mark.anyio
+
+
+def full_story() -> SessionLog:
+    """Every kind of write: spine, versions, carried edges, invalidations, inferences, retractions,
+    causal edges, sources cited by events and entities, task observations."""
+    log = work_story()
+    log.add(
+        "memory.fact.asserted",
+        fact(("api", "service", "v1"), ("db", "database", "pg"), relations=[("api", "depends_on", "db")]),
+    )
+    log.add("memory.fact.asserted", fact(("api", "service", "v2"), relations=[("api", "owned_by", "team-a")]))
+    log.add("memory.fact.asserted", fact(("db", "database", "pg 17")))
+    log.add("memory.invalidated", {"name": "db", "entity_type": "database", "reason": "migrated"})
+    log.add("memory.fact.asserted", fact(("db", "database", "pg 18")))
+    inferred = {"source": "task-17", "target": "dec-9", "relation_type": "likely_implemented_decision"}
+    log.add("inference.edge.generated", {**inferred, "confidence": 0.86, "method": "m", "edge_id": "e1"})
+    log.add(
+        "inference.edge.generated",
+        {"source": "api", "target": "db", "relation_type": "uses", "confidence": 0.5, "method": "m"},
+    )
+    log.add("inference.edge.retracted", {"edge_id": "e1", "reason": "no"})
+    log.add(
+        "causal.edge.generated",
+        {
+            "cause": "edit mirror.py",
+            "effect": "crash test passes",
+            "taxonomy": "fixed",
+            "relation_type": "causal_fixed",
+            "confidence": 0.81,
+            "method": "command_failure_then_fix",
+            "evidence": [{"event_seq": 1}],
+        },
+    )
+    log.add(
+        "document.indexed",
+        {
+            "path": "docs/operations.md",
+            "title": "Operations",
+            "checksum": "sha256:2e7d",
+            "content": "# Operations\n\nBack up daily.\n",
+            "chunks": [{"text": "# Operations", "line_start": 1, "line_end": 1}],
+        },
+    )
+    log.add("tool.call.completed", {"tool": "Edit", "ok": True, "taskId": "task-17"})
+    log.add("hook.checkpoint", {"name": "before-stop", "state": {"turn": 3}, "task_id": "task-17"})
+    log.add("memory.fact.asserted", fact(("api", "service", "v3")))
+    log.add("mystery.event", {"anything": [1, 2]})
+    return log
+
+
+def graph_rows(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table but `Migration` (rels with their endpoints' keys), sorted: the whole graph."""
+    db = ladybug.Database(str(path), read_only=True)
+    connection = ladybug.Connection(db)
+    try:
+        tables = run_rows(connection, "CALL show_tables() RETURN name, type", None)
+        dump: dict[str, list[tuple[Any, ...]]] = {}
+        for table in tables:
+            name = str(table["name"])
+            if name == "Migration":
+                continue
+            info = run_rows(connection, f"CALL table_info('{name}') RETURN *", None)
+            props = "".join(f", x.`{row['name']}` AS c{i}" for i, row in enumerate(info))
+            if table["type"] == "NODE":
+                rows = run_rows(connection, f"MATCH (x:`{name}`) RETURN 0 AS node{props}", None)
+            else:
+                pairs = run_rows(connection, f"CALL show_connection('{name}') RETURN *", None)
+                rows = []
+                for pair in pairs:
+                    a, b = pair["source table primary key"], pair["destination table primary key"]
+                    ends = f"(a:`{pair['source table name']}`)-[x:`{name}`]->(b:`{pair['destination table name']}`)"
+                    rows += run_rows(
+                        connection,
+                        f"MATCH {ends} RETURN a.`{a}` AS source, b.`{b}` AS target{props}",
+                        None,
+                    )
+            dump[name] = sorted(tuple(map(repr, row.values())) for row in rows)
+        return dump
+    finally:
+        connection.close()
+        db.close()
+
+
+async def incremental(path: Path, log: SessionLog, batch: int) -> None:
+    store = LadybugGraphStore(path)
+    async with store:
+        await project(store, log.events, batch=batch)
+
+
+async def bulk_loaded(path: Path, log: SessionLog, batch: int, spill_every_rows: int) -> None:
+    loader = LadybugBulkLoader(path, spill_every_rows=spill_every_rows)
+    await loader.open()
+    try:
+        for start in range(0, len(log.events), batch):
+            await loader.apply("graph", [extract(e) for e in log.events[start : start + batch]])
+    finally:
+        await loader.close()
+
+
+@pytest.mark.parametrize(("batch", "spill_every_rows"), [(1, 1), (3, 7), (1000, 1_000_000)])
+async def test_a_bulk_load_equals_incremental_projection_row_for_row(
+    tmp_path: Path, batch: int, spill_every_rows: int
+) -> None:
+    log = full_story()
+    await incremental(tmp_path / "inc" / "graph.lbug", log, batch=1)
+    await bulk_loaded(tmp_path / "bulk" / "graph.lbug", log, batch, spill_every_rows)
+    expected = graph_rows(tmp_path / "inc" / "graph.lbug")
+    assert len(expected) > 20 and all(
+        expected[name] for name in ("RELATES", "CITES_SOURCE", "OBSERVED_TOOL_CALL")
+    )
+    assert graph_rows(tmp_path / "bulk" / "graph.lbug") == expected
+    assert not (tmp_path / "bulk" / "graph.lbug.spill").exists()
+
+
+async def test_incremental_projection_goes_on_from_a_bulk_loaded_graph(tmp_path: Path) -> None:
+    log = full_story()
+    head, tail = log.events[:20], log.events[20:]
+    loader = LadybugBulkLoader(tmp_path / "bulk" / "graph.lbug")
+    await loader.open()
+    await loader.apply("graph", [extract(e) for e in head])
+    assert await loader.applied_seqs("graph", ["s1", "s2"]) == {"s1": 20}
+    await loader.close()
+    async with LadybugGraphStore(tmp_path / "bulk" / "graph.lbug") as store:
+        assert await store.applied_seqs("graph", ["s1"]) == {"s1": 20}
+        assert await project(store, log.events) == len(tail)  # the head is skipped by its checkpoint
+    await incremental(tmp_path / "inc" / "graph.lbug", log, batch=5)
+    assert graph_rows(tmp_path / "bulk" / "graph.lbug") == graph_rows(tmp_path / "inc" / "graph.lbug")
+
+
+async def test_a_bulk_load_skips_what_it_already_has_and_refuses_a_second_projector(tmp_path: Path) -> None:
+    log = work_story()
+    loader = LadybugBulkLoader(tmp_path / "graph.lbug")
+    await loader.open()
+    try:
+        batch = [extract(e) for e in log.events]
+        assert await loader.apply("graph", batch) == len(batch)
+        assert await loader.apply("graph", batch[2:]) == 0
+        with pytest.raises(GraphStoreError, match="projector 'graph'"):
+            await loader.apply("other", batch)
+    finally:
+        await loader.close()
+    assert len(graph_rows(tmp_path / "graph.lbug")["Event"]) == len(log.events)
+
+
+async def test_a_bulk_load_refuses_a_database_that_holds_a_graph(tmp_path: Path) -> None:
+    await incremental(tmp_path / "graph.lbug", work_story(), batch=100)
+    loader = LadybugBulkLoader(tmp_path / "graph.lbug")
+    with pytest.raises(GraphStoreError, match="already holds a graph"):
+        await loader.open()
+    await loader.close()
+
+
+async def test_a_failed_resolution_is_never_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = work_story()
+    loader = LadybugBulkLoader(tmp_path / "graph.lbug")
+    await loader.open()
+    await loader.apply("graph", [extract(e) for e in log.events[:3]])
+
+    def broken(self: bulk.BulkPlanner, projections: object) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(bulk.BulkPlanner, "add", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        await loader.apply("graph", [extract(e) for e in log.events[3:]])
+    with pytest.raises(GraphStoreError, match="failed earlier"):
+        await loader.apply("graph", [extract(e) for e in log.events[3:]])
+    await loader.close()
+    assert graph_rows(tmp_path / "graph.lbug").get("Event") == []
+
+
+def all_targets() -> list[CopyTarget]:
+    return [
+        SESSION,
+        EVENT,
+        ENTITY,
+        ENTITY_KEY,
+        SOURCE,
+        CHECKPOINT,
+        HAS_EVENT,
+        NEXT_EVENT,
+        PREVIOUS_EVENT,
+        SUPERSEDED_BY,
+        PREVIOUS_VERSION,
+        RELATES,
+        PROJECTED_ENTITY,
+        PROJECTED_RELATION,
+        EVENT_CITES,
+        ENTITY_CITES,
+        *OBSERVATIONS.values(),
+        typed_relation(typed_label("depends_on")),
+    ]
+
+
+async def test_copy_layouts_match_the_tables_column_for_column(tmp_path: Path) -> None:
+    """`COPY` maps columns by position: each layout must list the table's properties in its order."""
+    await incremental(tmp_path / "graph.lbug", full_story(), batch=100)
+    db = ladybug.Database(str(tmp_path / "graph.lbug"), read_only=True)
+    connection = ladybug.Connection(db)
+    try:
+        for target in all_targets():
+            info = run_rows(connection, f"CALL table_info('{target.table}') RETURN *", None)
+            declared = [(str(row["name"]), str(row["type"]).replace("BOOL", "BOOLEAN")) for row in info]
+            layout = list(target.columns) if target.node else list(target.columns[2:])
+            assert layout == declared, target.table
+    finally:
+        connection.close()
+        db.close()
