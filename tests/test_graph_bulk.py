@@ -108,7 +108,8 @@ def graph_rows(path: Path) -> dict[str, list[tuple[Any, ...]]]:
                 rows = []
                 for pair in pairs:
                     a, b = pair["source table primary key"], pair["destination table primary key"]
-                    ends = f"(a:`{pair['source table name']}`)-[x:`{name}`]->(b:`{pair['destination table name']}`)"
+                    source, target = pair["source table name"], pair["destination table name"]
+                    ends = f"(a:`{source}`)-[x:`{name}`]->(b:`{target}`)"
                     rows += run_rows(
                         connection,
                         f"MATCH {ends} RETURN a.`{a}` AS source, b.`{b}` AS target{props}",
