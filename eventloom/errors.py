@@ -42,3 +42,8 @@ class NodeNotRunningError(EventloomError):
 
 class ReadModelUnavailableError(EventloomError):
     """A read model's store is down (e.g. Neo4j restarting): consumers pause instead of dead-lettering."""
+
+
+class ReadModelBrokenError(EventloomError):
+    """A read model cannot go on at all (e.g. a bulk load that failed half-way): its consumer stops
+    instead of retrying or dead-lettering the events that follow."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import time
 from collections.abc import Callable
 
@@ -54,24 +55,14 @@ async def rebuild(
         options=RunnerOptions(batch=batch, fetch_timeout_s=0.5, max_deliver=3),
     )
     total = int((await js.stream_info(log.layout.name)).state.last_seq)
-    stop = asyncio.Event()
     started = time.perf_counter()
-    task = asyncio.create_task(runner.run(stop))
     try:
-        await asyncio.wait_for(runner.ready.wait(), 60)
-        while True:
-            if task.done():
-                task.result()
-            info = await js.consumer_info(log.layout.name, consumer)
-            done = int(info.ack_floor.stream_seq or 0) if info.ack_floor else 0
-            if progress is not None:
-                progress(min(done, total), total)
-            if not info.num_pending and not info.num_ack_pending and done >= total:
-                break
-            await asyncio.sleep(0.2)
-    finally:
-        stop.set()
-        await task
+        await _replay(log, runner, total, progress)
+    except BaseException:
+        with contextlib.suppress(nats.js.errors.NotFoundError):
+            await js.delete_consumer(log.layout.name, consumer)
+        await asyncio.to_thread(shutil.rmtree, target, True)  # never swapped in: nothing points at it
+        raise
     seconds = time.perf_counter() - started
     info = await js.consumer_info(log.layout.name, consumer)
     resume = int(info.ack_floor.stream_seq or 0) + 1
@@ -87,3 +78,27 @@ async def rebuild(
         events_per_s=round(applied / seconds, 1) if seconds else 0.0,
         resume_stream_seq=resume,
     )
+
+
+async def _replay(
+    log: EventLog, runner: ProjectorRunner, total: int, progress: Callable[[int, int], None] | None
+) -> None:
+    """Run `runner` until it has applied the stream up to `total`, then stop it (closing its projector)."""
+    js = log.client.jetstream()
+    stop = asyncio.Event()
+    task = asyncio.create_task(runner.run(stop))
+    try:
+        await asyncio.wait_for(runner.ready.wait(), 60)
+        while True:
+            if task.done():
+                task.result()
+            info = await js.consumer_info(log.layout.name, runner.consumer)
+            done = int(info.ack_floor.stream_seq or 0) if info.ack_floor else 0
+            if progress is not None:
+                progress(min(done, total), total)
+            if not info.num_pending and not info.num_ack_pending and done >= total:
+                break
+            await asyncio.sleep(0.1)
+    finally:
+        stop.set()
+        await task

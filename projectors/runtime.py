@@ -23,7 +23,7 @@ from nats.aio.msg import Msg
 from eventloom.bus.consumer import ConsumerSpec, DurableConsumer
 from eventloom.bus.stream import StreamLayout
 from eventloom.dlq import DeadLetter, dead_letter, forget_dead_letter, list_dead_letters, take_retry_requests
-from eventloom.errors import ReadModelUnavailableError
+from eventloom.errors import ReadModelBrokenError, ReadModelUnavailableError
 from eventloom.event import Event, decode_event
 from eventloom.tail import event_at
 from projectors.partitions import consumer_name
@@ -152,6 +152,8 @@ class ProjectorRunner:
             return
         try:
             await self._with_store(lambda: self.projector.apply([i.event for i in ready]))
+        except ReadModelBrokenError:
+            raise
         except Exception:
             await self._apply_one_by_one(ready)
             return
@@ -217,6 +219,8 @@ class ProjectorRunner:
                 continue
             try:
                 await self._with_store(lambda event=event: self.projector.apply([event]))  # type: ignore[misc]
+            except ReadModelBrokenError:
+                raise
             except Exception as exc:
                 if not await self._failed(item, exc):
                     failed_sessions.add(event.session)

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from eventloom.appender import AppendRequest
+from eventloom.dlq import list_dead_letters
+from eventloom.errors import ReadModelBrokenError
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 from projectors.graph.plugin import EmbeddedGraphProjector
 from projectors.plugins import load_projector
 from projectors.rebuild import rebuild
+from readmodels.graph import bulk
 from tests.runtime_support import drained, running
 
 pytestmark = pytest.mark.anyio
@@ -61,3 +65,36 @@ async def test_rebuilt_graph_equals_the_incremental_one_and_is_swapped_in_live(
         await drained(log, runner.consumer)
         after = await projector.store.query(SNAPSHOT)
         assert {row["s"] for row in after} == {"a", "b", "c"}
+
+
+async def test_a_rebuild_that_breaks_is_thrown_away_and_dead_letters_nothing(
+    log: EventLog, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await log.append_many(story("a"))
+    projector = load_projector("graph", settings)
+    assert isinstance(projector, EmbeddedGraphProjector)
+    async with running(log, projector) as runner:
+        await drained(log, runner.consumer)
+        before = await projector.store.query(SNAPSHOT)
+
+        def broken(self: bulk.BulkPlanner, projections: object) -> None:
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(bulk.BulkPlanner, "add", broken)
+        with pytest.raises(ReadModelBrokenError, match="No space left"):
+            await rebuild(log, "graph")
+        assert not (projector.generations.state_dir / "gen-2").exists()
+        assert projector.generations.current_number() == 1
+        assert await list_dead_letters(log.client) == []
+        consumers = [c.name async for c in _consumer_infos(log)]
+        assert not [name for name in consumers if name.startswith("rebuild-")]
+        assert await projector.store.query(SNAPSHOT) == before
+
+        monkeypatch.undo()  # the next rebuild starts afresh and succeeds
+        report = await rebuild(log, "graph")
+        assert report.generation == 2 and report.events == len(story("a"))
+
+
+async def _consumer_infos(log: EventLog) -> AsyncIterator[Any]:
+    for info in await log.client.jetstream().consumers_info(log.layout.name):
+        yield info

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import ladybug
 import pyarrow as pa
 
+from eventloom.errors import ReadModelBrokenError
 from readmodels.graph.bulk import BulkPlanner
 from readmodels.graph.ladybug import DEFAULT_CHECKPOINT_THRESHOLD, run_rows
 from readmodels.graph.ladybug_copy import CopyTarget, copy_order, copy_tables
@@ -47,6 +48,8 @@ class LadybugBulkLoader:
         self._thread: ThreadPoolExecutor | None = None
         self._db: ladybug.Database | None = None
         self._failed: BaseException | None = None
+        self._accepted: dict[str, int] = {}  # last seq per session handed to the planner
+        self._resolving: asyncio.Future[None] | None = None
 
     async def open(self) -> None:
         if self._thread is None:
@@ -68,15 +71,20 @@ class LadybugBulkLoader:
         self._spill_dir.mkdir(parents=True)
 
     async def close(self) -> None:
+        """Load what was resolved; `ReadModelBrokenError` if resolving failed (then nothing is loaded)."""
         if self._thread is None:
             return
         try:
+            with contextlib.suppress(ReadModelBrokenError):  # recorded in `_failed`
+                await self._settle()
             if self._failed is None and self._db is not None:
                 await self._run(self._load_sync)
         finally:
             await self._run(self._close_sync)
             self._thread.shutdown(wait=False)
             self._thread = None
+        if self._failed is not None:
+            raise ReadModelBrokenError(f"the bulk load of {self.path} failed: {self._failed}")
 
     def _close_sync(self) -> None:
         for _, writer in self._writers.values():
@@ -90,26 +98,36 @@ class LadybugBulkLoader:
 
     async def applied_seqs(self, projector: str, sessions: Sequence[str]) -> dict[str, int]:
         self._check(projector)
-        applied = self._planner.applied
-        return {session: applied[session] for session in sessions if session in applied}
+        return {session: self._accepted[session] for session in sessions if session in self._accepted}
 
     async def apply(self, projector: str, projections: Sequence[EventProjection]) -> int:
+        """Hand a batch to the planner and return while it resolves, so the next batch can be fetched
+        meanwhile. A failure surfaces as `ReadModelBrokenError` on a later call, and nothing is loaded."""
         self._check(projector)
         self._projector = projector
-        applied = self._planner.applied
         todo: list[EventProjection] = []
         for projection in projections:
             event = projection.event
-            if event.seq > applied.get(event.session, 0):
-                applied[event.session] = event.seq
+            if event.seq > self._accepted.get(event.session, 0):
+                self._accepted[event.session] = event.seq
                 todo.append(projection)
+        await self._settle()
         if todo:
-            await self._run(lambda: self._add_sync(todo))
+            self._resolving = asyncio.ensure_future(self._run(lambda: self._add_sync(todo)))
         return len(todo)
+
+    async def _settle(self) -> None:
+        """Wait for the batch being resolved."""
+        resolving, self._resolving = self._resolving, None
+        if resolving is not None:
+            try:
+                await resolving
+            except BaseException as exc:
+                raise ReadModelBrokenError(f"the bulk load of {self.path} failed: {exc}") from exc
 
     def _check(self, projector: str) -> None:
         if self._failed is not None:
-            raise GraphStoreError(f"the bulk load failed earlier and cannot go on: {self._failed}")
+            raise ReadModelBrokenError(f"the bulk load of {self.path} failed earlier: {self._failed}")
         if self._thread is None:
             raise GraphStoreError("the bulk loader is not open")
         if self._projector not in (None, projector):
