@@ -32,7 +32,7 @@ class RebuildReport(msgspec.Struct, frozen=True, kw_only=True):
 
 
 async def rebuild(
-    log: EventLog, name: str, *, batch: int = 2000, progress: Callable[[int, int], None] | None = None
+    log: EventLog, name: str, *, batch: int = 5000, progress: Callable[[int, int], None] | None = None
 ) -> RebuildReport:
     """Build `name`'s read model afresh; `progress(done, total)` is called as stream sequences are applied."""
     live = load_projector(name, log.settings)

@@ -30,7 +30,7 @@ from readmodels.graph.plan import WritePlan
 from readmodels.graph.protocol import GraphStoreError
 
 T = TypeVar("T")
-SPILL_EVERY_ROWS = 200_000
+SPILL_EVERY_ROWS = 20_000
 """Resolved rows held in memory before the finished ones are spilled to disk."""
 
 

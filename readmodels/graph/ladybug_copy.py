@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
-from readmodels.graph.identity import encode_json, typed_label
+from readmodels.graph.identity import encode_json, event_uid, typed_label
 from readmodels.graph.ladybug_schema import (
     ARROW_TYPES,
     CITATION_TYPES,
@@ -24,13 +24,7 @@ from readmodels.graph.ladybug_schema import (
     OBSERVATION_TYPES,
     PROJECTED_RELATION_TYPES,
 )
-from readmodels.graph.ladybug_writes import (
-    checkpoint_rows,
-    event_rows,
-    projected_relation_row,
-    session_rows,
-    spine_link_rows,
-)
+from readmodels.graph.ladybug_writes import checkpoint_rows, session_rows
 from readmodels.graph.plan import RelationRow, WritePlan
 
 ENDS = {"from": "STRING", "to": "STRING"}
@@ -137,9 +131,47 @@ def copy_tables(plan: WritePlan, projector: str) -> dict[CopyTarget, pa.Table]:
         for target, rows in _dict_rows(plan, projector).items()
         if rows
     }
+    if plan.events:
+        tables.update(_spine_tables(plan))
     if plan.new_relations:
         tables.update(_edge_tables(plan.new_relations))
+    if plan.projected_relations:
+        tables[PROJECTED_RELATION] = _projected_relation_table(plan)
     return tables
+
+
+def _spine_tables(plan: WritePlan) -> dict[CopyTarget, pa.Table]:
+    """`Event` nodes and their links, column by column: one of each per event."""
+    events = plan.events
+    uids = [event_uid(event.session, event.seq) for event in events]
+    columns: dict[str, list[Any]] = {"uid": uids}
+    for name in EVENT_TYPES:
+        if name == "caused_by":
+            columns[name] = [list(event.caused_by) for event in events]
+        elif name != "uid":
+            columns[name] = [getattr(event, name) for event in events]
+    links = [(event_uid(event.session, event.seq - 1), uid) for event, uid in zip(events, uids, strict=True)]
+    links = [link for link, event in zip(links, events, strict=True) if event.seq > 1]
+    previous, following = [link[0] for link in links], [link[1] for link in links]
+    return {
+        EVENT: pa.table(columns, schema=EVENT.schema),
+        HAS_EVENT: pa.table({"from": [e.session for e in events], "to": uids}, schema=HAS_EVENT.schema),
+        NEXT_EVENT: pa.table({"from": previous, "to": following}, schema=NEXT_EVENT.schema),
+        PREVIOUS_EVENT: pa.table({"from": following, "to": previous}, schema=PREVIOUS_EVENT.schema),
+    }
+
+
+def _projected_relation_table(plan: WritePlan) -> pa.Table:
+    items = plan.projected_relations
+    columns: dict[str, list[Any]] = {
+        "from": [event for event, _, _ in items],
+        "to": [edge.source_uid for _, edge, _ in items],
+        "action": [action for _, _, action in items],
+    }
+    for name, _ in PROJECTED_RELATION.columns[2:]:
+        if name != "action":
+            columns[name] = [getattr(edge, name) for _, edge, _ in items]
+    return pa.table(columns, schema=PROJECTED_RELATION.schema)
 
 
 def _edge_tables(edges: list[RelationRow]) -> dict[CopyTarget, pa.Table]:
@@ -164,24 +196,14 @@ def _edge_tables(edges: list[RelationRow]) -> dict[CopyTarget, pa.Table]:
 
 
 def _dict_rows(plan: WritePlan, projector: str) -> dict[CopyTarget, list[dict[str, Any]]]:
-    events = event_rows(plan)
-    links = spine_link_rows(plan)
     targets: dict[CopyTarget, list[dict[str, Any]]] = {
         SESSION: [{**row, "id": row["session"], "event_count": row["count"]} for row in session_rows(plan)],
-        EVENT: events,
-        HAS_EVENT: [{"from": row["session"], "to": row["uid"]} for row in events],
-        NEXT_EVENT: [{"from": link["prev"], "to": link["uid"]} for link in links],
-        PREVIOUS_EVENT: [{"from": link["uid"], "to": link["prev"]} for link in links],
         ENTITY: [row.row() for row in plan.new_entities],
         ENTITY_KEY: plan.entity_key_rows(),
         SUPERSEDED_BY: [{"from": old, "to": new, "at": at} for old, new, at in plan.version_links],
         PREVIOUS_VERSION: [{"from": new, "to": old, "at": at} for old, new, at in plan.version_links],
         PROJECTED_ENTITY: [
             {"from": event, "to": row.uid, "action": action} for event, row, action in plan.projected_entities
-        ],
-        PROJECTED_RELATION: [
-            {**projected_relation_row(event, edge, action), "from": event, "to": edge.source_uid}
-            for event, edge, action in plan.projected_relations
         ],
         SOURCE: list(plan.sources.values()),
         EVENT_CITES: [

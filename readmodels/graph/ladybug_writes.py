@@ -168,14 +168,14 @@ def _write_spine(execute: Execute, plan: WritePlan) -> None:
         f"MATCH (s:Session {{id: r.session}}) CREATE (e:Event {{{_props(EVENT_TYPES)}}}) "
         "CREATE (s)-[:HAS_EVENT]->(e)",
         EVENT_TYPES,
-        event_rows(plan),
+        _event_rows(plan),
     )
     _load(
         execute,
         "MATCH (p:Event {uid: r.prev}) MATCH (e:Event {uid: r.uid}) "
         "CREATE (p)-[:NEXT_EVENT]->(e), (e)-[:PREVIOUS_EVENT]->(p)",
         {"prev": "STRING", "uid": "STRING"},
-        spine_link_rows(plan),
+        _spine_link_rows(plan),
     )
 
 
@@ -194,7 +194,7 @@ def session_rows(plan: WritePlan) -> list[dict[str, Any]]:
     ]
 
 
-def event_rows(plan: WritePlan) -> list[dict[str, Any]]:
+def _event_rows(plan: WritePlan) -> list[dict[str, Any]]:
     return [
         {
             "uid": event_uid(event.session, event.seq),
@@ -213,7 +213,7 @@ def event_rows(plan: WritePlan) -> list[dict[str, Any]]:
     ]
 
 
-def spine_link_rows(plan: WritePlan) -> list[dict[str, Any]]:
+def _spine_link_rows(plan: WritePlan) -> list[dict[str, Any]]:
     """(previous event, event) of every event after a session's first."""
     return [
         {"prev": event_uid(event.session, event.seq - 1), "uid": event_uid(event.session, event.seq)}
@@ -265,11 +265,11 @@ def _write_edges(execute: Execute, plan: WritePlan, ensure_typed: Callable[[str]
         "MATCH (v:Event {uid: r.event_uid}) MATCH (e:Entity {uid: r.source_uid}) "
         f"CREATE (v)-[:PROJECTED_RELATION {{{_props(PROJECTED_RELATION_TYPES)}}}]->(e)",
         {"event_uid": "STRING", "source_uid": "STRING", **PROJECTED_RELATION_TYPES},
-        [projected_relation_row(ev, edge, action) for ev, edge, action in plan.projected_relations],
+        [_projected_relation_row(ev, edge, action) for ev, edge, action in plan.projected_relations],
     )
 
 
-def projected_relation_row(event: str, edge: RelationRow, action: str) -> dict[str, Any]:
+def _projected_relation_row(event: str, edge: RelationRow, action: str) -> dict[str, Any]:
     row = {name: getattr(edge, name) for name in AUDIT_FIELDS}
     row.update(
         event_uid=event,
