@@ -8,6 +8,7 @@ same ids as one built event by event.
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 from typing import Any, Final
 
 import msgspec
@@ -45,6 +46,10 @@ RESERVED_LABELS: Final = frozenset(
 TYPED_PREFIX: Final = "REL_"
 
 
+_KEY_CACHE: Final = 1 << 16
+"""Keys derived from names recur in every batch that mentions the entity: remember the recent ones."""
+
+
 def _digest(*parts: str) -> str:
     return hashlib.sha256(_SEP.join(parts).encode("utf-8")).hexdigest()[:32]
 
@@ -74,11 +79,13 @@ def checkpoint_uid(projector: str, session: str) -> str:
     return f"{projector}{_SEP}{session}"
 
 
+@lru_cache(maxsize=_KEY_CACHE)
 def entity_key(session: str, name: str, entity_type: str) -> str:
     """Identity of an entity across its versions: (session, name, entity_type)."""
     return _digest("entity", session, entity_type, name)
 
 
+@lru_cache(maxsize=_KEY_CACHE)
 def name_key(session: str, name: str) -> str:
     """Identity of a name within a session, whatever the entity type."""
     return _digest("name", session, name)
@@ -89,6 +96,7 @@ def entity_uid(key: str, valid_from: str) -> str:
     return _digest("version", key, valid_from)
 
 
+@lru_cache(maxsize=_KEY_CACHE)
 def triple_key(session: str, source: str, target: str, relation_type: str) -> str:
     """Identity of `source -[relation_type]-> target` by entity names, asserted or inferred alike."""
     return _digest("triple", session, source, target, relation_type)
