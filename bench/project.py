@@ -1,6 +1,7 @@
 """Graph projection throughput and freshness on LadybugDB; prints one JSON object (progress on stderr).
 
-Phases, all against one node (embedded NATS + ledger mirror, projectors/producers off) started apart:
+Phases, all against one node (embedded NATS + ledger mirror, projectors/producers off) started apart, with
+the appends made by bench/load.py in a third process, as agents make them in production:
   1. incremental: N realistic events appended at full speed while the graph projector runs alongside;
   2. freshness: a steady append load while sampled events are timed from append ack to visible in the graph;
   3. rebuild: `projectors.rebuild.rebuild` of the whole stream into a fresh generation;
@@ -16,6 +17,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,8 +26,8 @@ import ladybug
 import msgspec
 import pyarrow as pa
 from common import console, machine, progress_bar, server_binary_version
+from load import CHUNK
 
-from eventloom.appender import AppendRequest
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.node_process import NodeProcess
@@ -47,33 +49,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def realistic(session: str, n: int) -> AppendRequest:
-    """A mix like an agent session's: facts with relations, tasks, decisions, commands, turns."""
-    kind = n % 5
-    task = f"t{n // 25}"
-    payload: dict[str, Any]
-    if kind == 0:
-        payload = {
-            "entities": [
-                {"name": f"svc-{n % 40}", "entity_type": "service", "summary": f"rev {n // 40}"},
-                {"name": f"team-{n % 7}", "entity_type": "team", "summary": "owners"},
-            ],
-            "relations": [
-                {"source": f"svc-{n % 40}", "target": f"team-{n % 7}", "relation_type": "owned_by"}
-            ],
-        }
-        return AppendRequest(session=session, type="memory.fact.asserted", actor="agent", payload=payload)
-    if kind == 1:
-        payload = {"task_id": task, "title": f"Task {task}", "goal_id": "g1"}
-        return AppendRequest(session=session, type="task.proposed", actor="agent", payload=payload)
-    if kind == 2:
-        payload = {"decision_id": f"d{n}", "title": f"Decision {n}", "rationale": "measured", "task_id": task}
-        return AppendRequest(session=session, type="decision.made", actor="agent", payload=payload)
-    if kind == 3:
-        payload = {"command": f"pytest -k case{n}", "exit_code": 0, "output": "ok " * 20, "task_id": task}
-        return AppendRequest(session=session, type="command.completed", actor="agent", payload=payload)
-    payload = {"role": "assistant", "text": f"Turn {n}: working on {task}. " * 4}
-    return AppendRequest(session=session, type="transcript.turn", actor="agent", payload=payload)
+async def load_process(root: Path, nats_url: str, *options: str) -> asyncio.subprocess.Process:
+    """bench/load.py in its own process: the appends (hashing, signing, publishing) stay out of ours."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(Path(__file__).with_name("load.py")),
+        "--data-dir",
+        str(root / "data"),
+        "--nats-url",
+        nats_url,
+        *options,
+        stdout=asyncio.subprocess.PIPE,
+    )
+
+
+async def load_records(process: asyncio.subprocess.Process) -> AsyncIterator[dict[str, Any]]:
+    assert process.stdout is not None
+    async for line in process.stdout:
+        yield msgspec.json.decode(line)
+    if await process.wait() != 0:
+        raise RuntimeError(f"bench/load.py exited with {process.returncode}")
 
 
 async def drained(log: EventLog, consumer: str) -> None:
@@ -85,55 +80,52 @@ async def drained(log: EventLog, consumer: str) -> None:
         await asyncio.sleep(0.02)
 
 
-async def incremental(log: EventLog, runner: ProjectorRunner, args: argparse.Namespace) -> float:
-    sessions = [f"proj-{i}" for i in range(args.sessions)]
-    per_session = args.events // args.sessions
+async def incremental(
+    log: EventLog, runner: ProjectorRunner, args: argparse.Namespace, nats_url: str
+) -> float:
+    total = args.events // args.sessions * args.sessions
     started = time.perf_counter()
+    load = await load_process(
+        args.root, nats_url, "--prefix", "proj", "--sessions", str(args.sessions), "--events", str(total)
+    )
     with progress_bar() as progress:
-        task = progress.add_task("append + project", total=per_session * args.sessions, rate="")
-
-        async def write(session: str) -> None:
-            for start in range(0, per_session, 500):
-                chunk = [realistic(session, n) for n in range(start, min(start + 500, per_session))]
-                await log.append_many(chunk)
-                progress.advance(task, len(chunk))
-
-        await asyncio.gather(*(write(s) for s in sessions))
+        task = progress.add_task("append + project", total=total, rate="")
+        async for record in load_records(load):
+            if "seq" in record:
+                progress.advance(task, CHUNK)
     await drained(log, runner.consumer)
-    return float(per_session * args.sessions / (time.perf_counter() - started))
+    return float(total / (time.perf_counter() - started))
 
 
 async def freshness(
-    log: EventLog, projector: EmbeddedGraphProjector, args: argparse.Namespace
+    log: EventLog, projector: EmbeddedGraphProjector, args: argparse.Namespace, nats_url: str
 ) -> tuple[list[float], float]:
-    """Seconds from append ack until the graph's checkpoint covers the event, sampled while a steady
-    append load runs alongside; also returns the append rate actually achieved."""
+    """Seconds from append ack (in the load process) until the graph's checkpoint covers the event, while
+    a steady load runs; also returns the append rate actually achieved."""
     latencies: list[float] = []
     samplers: list[asyncio.Task[None]] = []
-    interval = 0.05
-    per_tick = max(1, int(args.freshness_rate * interval))
 
     async def time_until_visible(session: str, seq: int, acked: float) -> None:
         while (await projector.applied_seqs([session])).get(session, 0) < seq:
-            if time.perf_counter() - acked > 30:
+            if time.monotonic() - acked > 30:
                 break
             await asyncio.sleep(0.005)
-        latencies.append(time.perf_counter() - acked)
+        latencies.append(time.monotonic() - acked)
 
-    started = time.perf_counter()
-    appended = tick_number = 0
-    while time.perf_counter() - started < args.freshness_seconds:
-        tick = time.perf_counter()
-        session = f"fresh-{tick_number % args.sessions}"
-        events = await log.append_many([realistic(session, appended + i) for i in range(per_tick)])
-        appended += len(events)
-        if tick_number % 4 == 0:
+    load = await load_process(
+        args.root,
+        nats_url,
+        *("--prefix", "fresh", "--sessions", str(args.sessions)),
+        *("--rate", str(args.freshness_rate), "--seconds", str(args.freshness_seconds)),
+    )
+    rate = 0.0
+    async for record in load_records(load):
+        if "seq" in record:
             samplers.append(
-                asyncio.create_task(time_until_visible(session, events[-1].seq, time.perf_counter()))
+                asyncio.create_task(time_until_visible(record["session"], record["seq"], record["acked"]))
             )
-        tick_number += 1
-        await asyncio.sleep(max(0.0, interval - (time.perf_counter() - tick)))
-    rate = appended / (time.perf_counter() - started)
+        else:
+            rate = record["appended"] / record["seconds"]
     await asyncio.gather(*samplers)
     return latencies, rate
 
@@ -187,9 +179,9 @@ async def bench(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         task = asyncio.create_task(runner.run(stop))
         await runner.ready.wait()
         console.print("phase 1: incremental")
-        incremental_rate = await incremental(log, runner, args)
+        incremental_rate = await incremental(log, runner, args, info.nats_url)
         console.print("phase 2: freshness under load")
-        latencies, achieved_rate = await freshness(log, projector, args)
+        latencies, achieved_rate = await freshness(log, projector, args, info.nats_url)
         stop.set()
         await task
         console.print("phase 3: rebuild")
@@ -227,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="eventloom-bench-project-"))
     try:
+        args.root = root
         result = asyncio.run(bench(args, root))
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -2,7 +2,7 @@
 
 A rebuild writes into a new generation that nothing reads until it is swapped in, so instead of one
 transaction per batch it resolves the log with `bulk.BulkPlanner`, spills each finished row once, in its
-final form, to a Arrow file per table (memory stays bounded by the live graph), and at `close` loads
+final form, to an Arrow file per table (memory stays bounded by the live graph), and at `close` loads
 every file with `COPY`, which is LadybugDB's fast path into empty tables, checkpoints last. If the
 rebuild stops early, `close` loads what was resolved, with matching checkpoints.
 """
