@@ -19,6 +19,7 @@ import ladybug
 
 from readmodels.graph import ladybug_reads as reads
 from readmodels.graph.cypher_guard import single_read_statement
+from readmodels.graph.edge_cache import OpenEdgeCache
 from readmodels.graph.ladybug_schema import apply_migrations, typed_rel_ddl
 from readmodels.graph.ladybug_snapshot import load_open_edges, load_snapshot, read_checkpoints
 from readmodels.graph.ladybug_writes import write_plan
@@ -79,6 +80,7 @@ class LadybugGraphStore:
         self._write_thread: ThreadPoolExecutor | None = None
         self._read_thread: ThreadPoolExecutor | None = None
         self._typed: set[str] = set()
+        self._open_edges = OpenEdgeCache()  # this store is its database's only writer
         self._is_open = False
         self._lifecycle = asyncio.Lock()
 
@@ -220,15 +222,20 @@ class LadybugGraphStore:
                 snapshot = load_snapshot(self._write, load_request(todo))
                 probe = Resolver(snapshot)  # a first pass names the stored edges the batch needs
                 probe.resolve(todo)
-                snapshot.open_edges = load_open_edges(self._write, probe.demands)
+                snapshot.open_edges = self._open_edges.load(
+                    probe.demands, lambda demands: load_open_edges(self._write, demands)
+                )
                 plan = Resolver(snapshot).resolve(todo)
                 write_plan(self._write, plan, projector, self._ensure_typed)
             self._write("COMMIT")
         except BaseException:
+            self._open_edges.clear()  # entries are only ever committed state, but take no chances
             if self._writer is not None:
                 _rollback(self._writer)
             self._typed = self._rel_tables()  # DDL of the failed batch was rolled back too
             raise
+        if todo:
+            self._open_edges.committed(plan)
         return len(todo)
 
     def _ensure_typed(self, label: str) -> None:

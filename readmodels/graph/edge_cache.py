@@ -1,0 +1,105 @@
+"""`OpenEdgeCache`: the open edges of recently touched entity versions, kept by the store's only writer.
+
+Before resolving a batch, a store reads the open edges on the versions the batch closes (to carry them
+forward) and on the sources it reasserts. Those reads grow with an entity's history and were the largest
+cost of a small batch. A store is the only writer of its database, so it can remember, per entity version,
+the complete set of its open edges: filled when they are read, and kept up to date from every committed
+plan (edges created, edges closed, versions created with none). Evicting an entry only costs a read.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+
+import msgspec
+
+from readmodels.graph.plan import EdgeDemands, RelationRow, WritePlan
+
+DEFAULT_CAPACITY = 50_000
+"""Entity versions remembered (least recently used go first)."""
+
+Fetch = Callable[[EdgeDemands], list[RelationRow]]
+
+
+class OpenEdgeCache:
+    """Open edges per entity version uid; an entry, when present, is complete."""
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        self._capacity = capacity
+        self._by_entity: OrderedDict[str, dict[str, RelationRow]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._by_entity)
+
+    def clear(self) -> None:
+        self._by_entity.clear()
+
+    def load(self, demands: EdgeDemands, fetch: Fetch) -> list[RelationRow]:
+        """The open edges `demands` names, from memory where known, else through `fetch` (the database)."""
+        edges: list[RelationRow] = []
+        missing = EdgeDemands()
+        for uid in sorted(demands.entities):
+            known = self._get(uid)
+            if known is None:
+                missing.entities.add(uid)
+            else:
+                edges.extend(known.values())
+        for wanted, field in ((demands.keys, "key"), (demands.triples, "triple")):
+            for uid, value in wanted:
+                if uid in demands.entities:
+                    continue
+                known = self._get(uid)
+                if known is None:
+                    (missing.keys if field == "key" else missing.triples).add((uid, value))
+                else:
+                    edges.extend(e for e in known.values() if getattr(e, field) == value)
+        if missing.entities or missing.keys or missing.triples:
+            fetched = fetch(missing)
+            edges.extend(fetched)
+            self._remember(missing.entities, fetched)
+        return edges
+
+    def committed(self, plan: WritePlan) -> None:
+        """Apply what a committed plan changed: new versions, closed and created edges."""
+        for row in plan.new_entities:
+            if row.pending and row.uid not in self._by_entity:
+                self._put(row.uid, {})  # a version this batch created has no edges but the batch's
+        for edge in plan.closed_relations:
+            for uid in (edge.source_uid, edge.target_uid):
+                known = self._by_entity.get(uid)
+                if known is not None:
+                    known.pop(edge.uid, None)
+        for edge in plan.new_relations:
+            if edge.is_open:
+                stored = _as_stored(edge)
+                for uid in (edge.source_uid, edge.target_uid):
+                    known = self._by_entity.get(uid)
+                    if known is not None:
+                        known[stored.uid] = stored
+
+    def _remember(self, uids: Iterable[str], fetched: list[RelationRow]) -> None:
+        complete: dict[str, dict[str, RelationRow]] = {uid: {} for uid in uids}
+        for edge in fetched:
+            for uid in (edge.source_uid, edge.target_uid):
+                if uid in complete:
+                    complete[uid][edge.uid] = edge
+        for uid, edges in complete.items():
+            self._put(uid, edges)
+
+    def _get(self, uid: str) -> dict[str, RelationRow] | None:
+        known = self._by_entity.get(uid)
+        if known is not None:
+            self._by_entity.move_to_end(uid)
+        return known
+
+    def _put(self, uid: str, edges: dict[str, RelationRow]) -> None:
+        self._by_entity[uid] = edges
+        self._by_entity.move_to_end(uid)
+        while len(self._by_entity) > self._capacity:
+            self._by_entity.popitem(last=False)
+
+
+def _as_stored(edge: RelationRow) -> RelationRow:
+    """The edge as a read of the database would return it (a private copy: resolvers mutate theirs)."""
+    return msgspec.structs.replace(edge, loaded_uid=edge.uid, pending=False, discarded=False)
