@@ -10,7 +10,6 @@ import pytest
 
 from eventloom.errors import ReadModelBrokenError
 from projectors.graph.extract import extract
-from readmodels.graph import bulk
 from readmodels.graph.identity import typed_label
 from readmodels.graph.ladybug import LadybugGraphStore, run_rows
 from readmodels.graph.ladybug_bulk import LadybugBulkLoader
@@ -129,8 +128,8 @@ async def incremental(path: Path, log: SessionLog, batch: int) -> None:
         await project(store, log.events, batch=batch)
 
 
-async def bulk_loaded(path: Path, log: SessionLog, batch: int, spill_every_rows: int) -> None:
-    loader = LadybugBulkLoader(path, spill_every_rows=spill_every_rows)
+async def bulk_loaded(path: Path, log: SessionLog, batch: int, spill_every_rows: int, workers: int) -> None:
+    loader = LadybugBulkLoader(path, spill_every_rows=spill_every_rows, workers=workers)
     await loader.open()
     try:
         for start in range(0, len(log.events), batch):
@@ -139,13 +138,20 @@ async def bulk_loaded(path: Path, log: SessionLog, batch: int, spill_every_rows:
         await loader.close()
 
 
-@pytest.mark.parametrize(("batch", "spill_every_rows"), [(1, 1), (3, 7), (1000, 1_000_000)])
+@pytest.mark.parametrize(
+    ("batch", "spill_every_rows", "workers"), [(1, 1, 1), (3, 7, 2), (1000, 1_000_000, 3)]
+)
 async def test_a_bulk_load_equals_incremental_projection_row_for_row(
-    tmp_path: Path, batch: int, spill_every_rows: int
+    tmp_path: Path, batch: int, spill_every_rows: int, workers: int
 ) -> None:
     log = full_story()
+    for session in ("s2", "s3"):  # sessions spread over the workers
+        other = SessionLog(session)
+        for event in log.events[:12]:
+            other.add(event.type, event.payload)
+        log.events.extend(other.events)
     await incremental(tmp_path / "inc" / "graph.lbug", log, batch=1)
-    await bulk_loaded(tmp_path / "bulk" / "graph.lbug", log, batch, spill_every_rows)
+    await bulk_loaded(tmp_path / "bulk" / "graph.lbug", log, batch, spill_every_rows, workers)
     expected = graph_rows(tmp_path / "inc" / "graph.lbug")
     assert len(expected) > 20 and all(
         expected[name] for name in ("RELATES", "CITES_SOURCE", "OBSERVED_TOOL_CALL")
@@ -192,22 +198,23 @@ async def test_a_bulk_load_refuses_a_database_that_holds_a_graph(tmp_path: Path)
     await loader.close()
 
 
-async def test_a_failed_resolution_is_never_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(self: bulk.BulkPlanner, projections: object) -> None:
-        raise RuntimeError("disk full")
-
-    monkeypatch.setattr(bulk.BulkPlanner, "add", broken)
+async def test_a_worker_that_dies_fails_the_load_and_nothing_is_loaded(tmp_path: Path) -> None:
     log = work_story()
-    loader = LadybugBulkLoader(tmp_path / "graph.lbug")
+    loader = LadybugBulkLoader(tmp_path / "graph.lbug", workers=2)
     await loader.open()
-    assert await loader.apply("graph", [extract(e) for e in log.events[:3]]) == 3  # resolves meanwhile
-    with pytest.raises(ReadModelBrokenError, match="disk full"):
-        await loader.apply("graph", [extract(e) for e in log.events[3:]])
+    assert await loader.apply("graph", [extract(e) for e in log.events[:3]]) == 3
+    for process, _ in loader._workers:
+        process.kill()  # as the kernel's OOM killer would
+        process.join()
+    with pytest.raises(ReadModelBrokenError, match="died"):  # on the call after the send that hit it
+        for _ in range(3):
+            await loader.apply("graph", [extract(e) for e in log.events[3:]])
     with pytest.raises(ReadModelBrokenError, match="failed earlier"):
         await loader.applied_seqs("graph", ["s1"])
-    with pytest.raises(ReadModelBrokenError, match="disk full"):
+    with pytest.raises(ReadModelBrokenError, match="died"):
         await loader.close()
     assert graph_rows(tmp_path / "graph.lbug").get("Event") == []
+    assert not (tmp_path / "graph.lbug.spill").exists()
 
 
 def all_targets() -> list[CopyTarget]:

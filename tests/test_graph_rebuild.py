@@ -16,7 +16,7 @@ from eventloom.settings import Settings
 from projectors.graph.plugin import EmbeddedGraphProjector
 from projectors.plugins import load_projector
 from projectors.rebuild import rebuild
-from readmodels.graph import bulk
+from readmodels.graph.ladybug_bulk import LadybugBulkLoader
 from tests.runtime_support import drained, running
 
 pytestmark = pytest.mark.anyio
@@ -77,10 +77,11 @@ async def test_a_rebuild_that_breaks_is_thrown_away_and_dead_letters_nothing(
         await drained(log, runner.consumer)
         before = await projector.store.query(SNAPSHOT)
 
-        def broken(self: bulk.BulkPlanner, projections: object) -> None:
+        def broken(self: LadybugBulkLoader, shares: object) -> None:
+            self._failed = "OSError: [Errno 28] No space left on device"
             raise OSError(28, "No space left on device")
 
-        monkeypatch.setattr(bulk.BulkPlanner, "add", broken)
+        monkeypatch.setattr(LadybugBulkLoader, "_send_sync", broken)
         with pytest.raises(ReadModelBrokenError, match="No space left"):
             await rebuild(log, "graph")
         assert not (projector.generations.state_dir / "gen-2").exists()

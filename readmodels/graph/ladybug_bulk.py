@@ -1,32 +1,38 @@
 """`LadybugBulkLoader`: fills an empty LadybugDB graph from a whole log, for `eventloom rebuild`.
 
 A rebuild writes into a new generation that nothing reads until it is swapped in, so instead of one
-transaction per batch it resolves the log with `bulk.BulkPlanner`, spills each finished row once, in its
-final form, to an Arrow file per table (memory stays bounded by the live graph), and at `close` loads
-every file with `COPY`, which is LadybugDB's fast path into empty tables, checkpoints last. If the
-rebuild stops early, `close` loads what was resolved, with matching checkpoints.
+transaction per batch the log is resolved in memory by `bulk.BulkPlanner`s in worker processes, one per
+core, each for its share of the sessions (`ladybug_bulk_worker`); they spill every finished row once, in its
+final form, to Arrow files (memory stays bounded by the live graph). At `close` the loader `COPY`s each
+table from all workers' files at once, which is LadybugDB's fast path into empty tables, checkpoints last.
+If the rebuild stops early, `close` loads what was resolved, with matching checkpoints.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import multiprocessing
+import os
 import shutil
+import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any, TypeVar
 
 import ladybug
+import msgspec
 import pyarrow as pa
 
 from eventloom.errors import ReadModelBrokenError
-from readmodels.graph.bulk import BulkPlanner
 from readmodels.graph.ladybug import DEFAULT_CHECKPOINT_THRESHOLD, run_rows
-from readmodels.graph.ladybug_copy import CopyTarget, copy_order, copy_tables
+from readmodels.graph.ladybug_bulk_worker import FINISH, SpillResult, run_worker
+from readmodels.graph.ladybug_copy import CopyTarget, copy_order
 from readmodels.graph.ladybug_schema import apply_migrations, typed_rel_ddl
 from readmodels.graph.model import EventProjection
-from readmodels.graph.plan import WritePlan
 from readmodels.graph.protocol import GraphStoreError
 
 T = TypeVar("T")
@@ -37,19 +43,21 @@ SPILL_EVERY_ROWS = 20_000
 class LadybugBulkLoader:
     """`GraphWriter` that bulk-loads the EMPTY database at `path`; refuses one that holds a graph."""
 
-    def __init__(self, path: str | Path, *, spill_every_rows: int = SPILL_EVERY_ROWS) -> None:
+    def __init__(
+        self, path: str | Path, *, spill_every_rows: int = SPILL_EVERY_ROWS, workers: int | None = None
+    ) -> None:
         self.path = Path(path)
         self._spill_dir = self.path.parent / f"{self.path.name}.spill"
         self._spill_every = spill_every_rows
-        self._planner = BulkPlanner()
+        self._worker_count = workers or max(1, min(os.cpu_count() or 1, 8))
+        self._workers: list[tuple[BaseProcess, Connection]] = []
+        self._encoder = msgspec.msgpack.Encoder()
         self._projector: str | None = None
-        self._writers: dict[CopyTarget, tuple[Path, pa.RecordBatchFileWriter]] = {}
-        self._typed: set[str] = set()
         self._thread: ThreadPoolExecutor | None = None
         self._db: ladybug.Database | None = None
-        self._failed: BaseException | None = None
-        self._accepted: dict[str, int] = {}  # last seq per session handed to the planner
-        self._resolving: asyncio.Future[None] | None = None
+        self._failed: str | None = None
+        self._accepted: dict[str, int] = {}  # last seq per session handed to a worker
+        self._sending: asyncio.Future[None] | None = None
 
     async def open(self) -> None:
         if self._thread is None:
@@ -70,6 +78,20 @@ class LadybugBulkLoader:
         shutil.rmtree(self._spill_dir, ignore_errors=True)
         self._spill_dir.mkdir(parents=True)
 
+    def _start_workers(self, projector: str) -> None:
+        context = multiprocessing.get_context("spawn")  # no fork: the parent holds threads and a database
+        for number in range(self._worker_count):
+            ours, theirs = context.Pipe()
+            process = context.Process(
+                target=run_worker,
+                args=(theirs, str(self._spill_dir / f"worker-{number}"), projector, self._spill_every),
+                name=f"eventloom-bulk-{number}",
+                daemon=True,
+            )
+            process.start()
+            theirs.close()
+            self._workers.append((process, ours))
+
     async def close(self) -> None:
         """Load what was resolved; `ReadModelBrokenError` if resolving failed (then nothing is loaded)."""
         if self._thread is None:
@@ -77,8 +99,9 @@ class LadybugBulkLoader:
         try:
             with contextlib.suppress(ReadModelBrokenError):  # recorded in `_failed`
                 await self._settle()
+            results = await self._run(self._finish_workers)
             if self._failed is None and self._db is not None:
-                await self._run(self._load_sync)
+                await self._run(lambda: self._load_sync(results))
         finally:
             await self._run(self._close_sync)
             self._thread.shutdown(wait=False)
@@ -86,11 +109,29 @@ class LadybugBulkLoader:
         if self._failed is not None:
             raise ReadModelBrokenError(f"the bulk load of {self.path} failed: {self._failed}")
 
+    def _finish_workers(self) -> list[SpillResult]:
+        results: list[SpillResult] = []
+        for process, connection in self._workers:
+            try:
+                connection.send_bytes(FINISH)
+                result = connection.recv()
+            except (OSError, EOFError) as exc:
+                result = SpillResult(
+                    error=f"worker {process.name} died (exit code {process.exitcode}): {exc}"
+                )
+            if result.error is not None and self._failed is None:
+                self._failed = result.error
+            results.append(result)
+        return results
+
     def _close_sync(self) -> None:
-        for _, writer in self._writers.values():
-            with contextlib.suppress(Exception):
-                writer.close()
-        self._writers.clear()
+        for process, connection in self._workers:
+            connection.close()
+            process.join(timeout=10)
+            if process.is_alive():
+                process.kill()
+                process.join()
+        self._workers.clear()
         shutil.rmtree(self._spill_dir, ignore_errors=True)
         if self._db is not None:
             self._db.close()
@@ -101,27 +142,41 @@ class LadybugBulkLoader:
         return {session: self._accepted[session] for session in sessions if session in self._accepted}
 
     async def apply(self, projector: str, projections: Sequence[EventProjection]) -> int:
-        """Hand a batch to the planner and return while it resolves, so the next batch can be fetched
+        """Hand a batch to the workers and return while they resolve, so the next batch can be fetched
         meanwhile. A failure surfaces as `ReadModelBrokenError` on a later call, and nothing is loaded."""
         self._check(projector)
-        self._projector = projector
-        todo: list[EventProjection] = []
+        if self._projector is None:
+            self._projector = projector
+            await self._run(lambda: self._start_workers(projector))
+        shares: list[list[EventProjection]] = [[] for _ in self._workers]
         for projection in projections:
             event = projection.event
             if event.seq > self._accepted.get(event.session, 0):
                 self._accepted[event.session] = event.seq
-                todo.append(projection)
+                shares[zlib.crc32(event.session.encode()) % len(shares)].append(projection)
         await self._settle()
-        if todo:
-            self._resolving = asyncio.ensure_future(self._run(lambda: self._add_sync(todo)))
-        return len(todo)
+        if any(shares):
+            self._sending = asyncio.ensure_future(self._run(lambda: self._send_sync(shares)))
+        return sum(len(share) for share in shares)
+
+    def _send_sync(self, shares: list[list[EventProjection]]) -> None:
+        """Send each worker its share (blocks while a worker is still busy with the one before)."""
+        try:
+            for (process, connection), share in zip(self._workers, shares, strict=True):
+                if share:
+                    if not process.is_alive():
+                        raise OSError(f"worker {process.name} died (exit code {process.exitcode})")
+                    connection.send_bytes(self._encoder.encode(share))
+        except BaseException as exc:
+            self._failed = f"{type(exc).__name__}: {exc}"  # the workers' state is no longer the log's
+            raise
 
     async def _settle(self) -> None:
-        """Wait for the batch being resolved."""
-        resolving, self._resolving = self._resolving, None
-        if resolving is not None:
+        """Wait until the batch before has been handed over."""
+        sending, self._sending = self._sending, None
+        if sending is not None:
             try:
-                await resolving
+                await sending
             except BaseException as exc:
                 raise ReadModelBrokenError(f"the bulk load of {self.path} failed: {exc}") from exc
 
@@ -133,46 +188,30 @@ class LadybugBulkLoader:
         if self._projector not in (None, projector):
             raise GraphStoreError(f"this bulk load is for projector {self._projector!r}, not {projector!r}")
 
-    def _add_sync(self, projections: list[EventProjection]) -> None:
-        try:
-            self._planner.add(projections)
-            if self._planner.held_rows >= self._spill_every:
-                self._spill(self._planner.take_finished())
-        except BaseException as exc:
-            self._failed = exc  # the planner's state is no longer the log's: never load it
-            raise
-
-    def _spill(self, plan: WritePlan) -> None:
-        for target, table in copy_tables(plan, self._projector or "").items():
-            if target.typed is not None:
-                self._typed.add(target.typed)
-            if target not in self._writers:
-                path = self._spill_dir / f"{len(self._writers):03d}.arrow"
-                self._writers[target] = (path, pa.ipc.new_file(str(path), target.schema))
-            self._writers[target][1].write_table(table)
-
-    def _load_sync(self) -> None:
-        """`COPY` every spilled table, nodes first and checkpoints last.
+    def _load_sync(self, results: list[SpillResult]) -> None:
+        """`COPY` every table from all workers' files at once, nodes first and checkpoints last.
 
         Not one transaction: LadybugDB's `COPY` into empty tables is much faster on its own (a
         transaction defers the work to a ~1 s commit). A load that fails half-way leaves a generation
         without checkpoints that is never swapped in; `eventloom rebuild` starts the next one afresh.
         """
-        self._spill(self._planner.finish())
-        files = {target: path for target, (path, _) in self._writers.items()}
-        for _, writer in self._writers.values():
-            writer.close()
-        self._writers.clear()
+        files: dict[CopyTarget, list[str]] = {}
+        for result in results:
+            for target, path in result.files:
+                files.setdefault(target, []).append(path)
         assert self._db is not None
         connection = ladybug.Connection(self._db)
         execute = _executor(connection)
         try:
-            for label in sorted(self._typed):
+            for label in sorted({target.typed for target in files if target.typed is not None}):
                 execute(typed_rel_ddl(label), None)
             for target in sorted(files, key=copy_order):
-                with pa.memory_map(str(files[target])) as mapped:  # read in place, never all in memory
-                    table = pa.ipc.open_file(mapped).read_all()
-                    execute(target.copy_statement(), {"rows": table})
+                with contextlib.ExitStack() as stack:  # memory-mapped: read in place, never all in memory
+                    parts = [
+                        pa.ipc.open_file(stack.enter_context(pa.memory_map(path))).read_all()
+                        for path in files[target]
+                    ]
+                    execute(target.copy_statement(), {"rows": pa.concat_tables(parts)})
         finally:
             connection.close()
 
