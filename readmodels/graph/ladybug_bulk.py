@@ -77,14 +77,15 @@ class LadybugBulkLoader:
             connection.close()
         shutil.rmtree(self._spill_dir, ignore_errors=True)
         self._spill_dir.mkdir(parents=True)
+        self._start_workers()  # they start up (a second or so) while the first batch is fetched
 
-    def _start_workers(self, projector: str) -> None:
+    def _start_workers(self) -> None:
         context = multiprocessing.get_context("spawn")  # no fork: the parent holds threads and a database
         for number in range(self._worker_count):
             ours, theirs = context.Pipe()
             process = context.Process(
                 target=run_worker,
-                args=(theirs, str(self._spill_dir / f"worker-{number}"), projector, self._spill_every),
+                args=(theirs, str(self._spill_dir / f"worker-{number}"), self._spill_every),
                 name=f"eventloom-bulk-{number}",
                 daemon=True,
             )
@@ -113,7 +114,7 @@ class LadybugBulkLoader:
         results: list[SpillResult] = []
         for process, connection in self._workers:
             try:
-                connection.send_bytes(FINISH)
+                connection.send_bytes(FINISH + (self._projector or "").encode())
                 result = connection.recv()
             except (OSError, EOFError) as exc:
                 result = SpillResult(
@@ -145,9 +146,7 @@ class LadybugBulkLoader:
         """Hand a batch to the workers and return while they resolve, so the next batch can be fetched
         meanwhile. A failure surfaces as `ReadModelBrokenError` on a later call, and nothing is loaded."""
         self._check(projector)
-        if self._projector is None:
-            self._projector = projector
-            await self._run(lambda: self._start_workers(projector))
+        self._projector = projector
         shares: list[list[EventProjection]] = [[] for _ in self._workers]
         for projection in projections:
             event = projection.event
