@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import multiprocessing
 import os
 import shutil
+import subprocess
+import sys
 import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,13 +28,14 @@ import pyarrow as pa
 
 from eventloom.errors import ReadModelBrokenError
 from readmodels.graph.ladybug import DEFAULT_CHECKPOINT_THRESHOLD, run_rows
-from readmodels.graph.ladybug_bulk_worker import FINISH, SpillResult, run_worker
+from readmodels.graph.ladybug_bulk_worker import FINISH, SpillResult, read_message, write_message
 from readmodels.graph.ladybug_copy import CopyTarget, copy_order
 from readmodels.graph.ladybug_schema import apply_migrations, typed_rel_ddl
 from readmodels.graph.model import EventProjection
 from readmodels.graph.protocol import GraphStoreError
 
 T = TypeVar("T")
+WORKER_MODULE = "readmodels.graph.ladybug_bulk_worker"
 SPILL_EVERY_ROWS = 20_000
 """Resolved rows held in memory before the finished ones are spilled to disk."""
 
@@ -50,7 +50,7 @@ class LadybugBulkLoader:
         self._spill_dir = self.path.parent / f"{self.path.name}.spill"
         self._spill_every = spill_every_rows
         self._worker_count = workers or max(1, min(os.cpu_count() or 1, 8))
-        self._workers: list[tuple[BaseProcess, Connection]] = []
+        self._workers: list[subprocess.Popen[bytes]] = []
         self._encoder = msgspec.msgpack.Encoder()
         self._projector: str | None = None
         self._thread: ThreadPoolExecutor | None = None
@@ -80,18 +80,15 @@ class LadybugBulkLoader:
         self._start_workers()  # they start up (a second or so) while the first batch is fetched
 
     def _start_workers(self) -> None:
-        context = multiprocessing.get_context("spawn")  # no fork: the parent holds threads and a database
         for number in range(self._worker_count):
-            ours, theirs = context.Pipe()
-            process = context.Process(
-                target=run_worker,
-                args=(theirs, str(self._spill_dir / f"worker-{number}"), self._spill_every),
-                name=f"eventloom-bulk-{number}",
-                daemon=True,
+            directory = self._spill_dir / f"worker-{number}"
+            self._workers.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", WORKER_MODULE, str(directory), str(self._spill_every)],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                )
             )
-            process.start()
-            theirs.close()
-            self._workers.append((process, ours))
 
     async def close(self) -> None:
         """Load what was resolved; `ReadModelBrokenError` if resolving failed (then nothing is loaded)."""
@@ -112,13 +109,14 @@ class LadybugBulkLoader:
 
     def _finish_workers(self) -> list[SpillResult]:
         results: list[SpillResult] = []
-        for process, connection in self._workers:
+        for worker in self._workers:
+            assert worker.stdin is not None and worker.stdout is not None
             try:
-                connection.send_bytes(FINISH + (self._projector or "").encode())
-                result = connection.recv()
+                write_message(worker.stdin, FINISH + (self._projector or "").encode())
+                result = msgspec.msgpack.decode(read_message(worker.stdout), type=SpillResult)
             except (OSError, EOFError) as exc:
                 result = SpillResult(
-                    error=f"worker {process.name} died (exit code {process.exitcode}): {exc}"
+                    error=f"bulk worker {worker.pid} died (exit code {worker.poll()}): {exc}"
                 )
             if result.error is not None and self._failed is None:
                 self._failed = result.error
@@ -126,12 +124,16 @@ class LadybugBulkLoader:
         return results
 
     def _close_sync(self) -> None:
-        for process, connection in self._workers:
-            connection.close()
-            process.join(timeout=10)
-            if process.is_alive():
-                process.kill()
-                process.join()
+        for worker in self._workers:
+            for stream in (worker.stdin, worker.stdout):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+            try:
+                worker.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.wait()
         self._workers.clear()
         shutil.rmtree(self._spill_dir, ignore_errors=True)
         if self._db is not None:
@@ -161,11 +163,15 @@ class LadybugBulkLoader:
     def _send_sync(self, shares: list[list[EventProjection]]) -> None:
         """Send each worker its share (blocks while a worker is still busy with the one before)."""
         try:
-            for (process, connection), share in zip(self._workers, shares, strict=True):
+            for worker, share in zip(self._workers, shares, strict=True):
                 if share:
-                    if not process.is_alive():
-                        raise OSError(f"worker {process.name} died (exit code {process.exitcode})")
-                    connection.send_bytes(self._encoder.encode(share))
+                    assert worker.stdin is not None
+                    try:
+                        write_message(worker.stdin, self._encoder.encode(share))
+                    except OSError as exc:
+                        raise OSError(
+                            f"bulk worker {worker.pid} is gone: {_last_words(worker, exc)}"
+                        ) from exc
         except BaseException as exc:
             self._failed = f"{type(exc).__name__}: {exc}"  # the workers' state is no longer the log's
             raise
@@ -217,6 +223,16 @@ class LadybugBulkLoader:
     async def _run(self, fn: Callable[[], T]) -> T:
         assert self._thread is not None
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn)
+
+
+def _last_words(worker: subprocess.Popen[bytes], error: OSError) -> str:
+    """Why a worker stopped: the error it reported before exiting, else how it died."""
+    with contextlib.suppress(OSError, EOFError, msgspec.DecodeError):
+        if worker.stdout is not None:
+            result = msgspec.msgpack.decode(read_message(worker.stdout), type=SpillResult)
+            if result.error:
+                return result.error
+    return f"{error} (exit code {worker.wait()})"
 
 
 def _executor(connection: ladybug.Connection) -> Callable[[str, dict[str, Any] | None], list[dict[str, Any]]]:

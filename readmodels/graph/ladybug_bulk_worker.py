@@ -2,17 +2,21 @@
 
 Sessions never share a key (every entity, edge and source is per session), so a log can be resolved by
 several independent `BulkPlanner`s, one per group of sessions. `LadybugBulkLoader` starts one worker per
-core; each receives msgpack-encoded `EventProjection` batches for its sessions over a pipe, resolves them,
-and spills finished rows to Arrow files of its own (`SpilledTables`). `FINISH` + the projector's name means
-"finish": the worker spills the rest and answers with the files it wrote, or with its error.
+core (`python -m readmodels.graph.ladybug_bulk_worker DIR SPILL_EVERY_ROWS`: a plain subprocess, so it never
+re-imports the caller's main module as multiprocessing would); each reads length-prefixed msgpack batches of
+`EventProjection`s for its sessions on stdin, resolves them, and spills finished rows to Arrow files of its
+own (`SpilledTables`). `FINISH` + the projector's name means "finish": the worker spills the rest and
+writes one length-prefixed `SpillResult` on stdout: the files it wrote, or its error.
 """
 
 from __future__ import annotations
 
 import contextlib
+import struct
+import sys
 import traceback
-from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import IO
 
 import msgspec
 import pyarrow as pa
@@ -59,13 +63,33 @@ class SpilledTables:
         return files
 
 
-def run_worker(connection: Connection, directory: str, spill_every_rows: int) -> None:
-    """A worker process's main: resolve batches until told to finish, then report the files."""
+def write_message(stream: IO[bytes], data: bytes) -> None:
+    stream.write(_LENGTH.pack(len(data)) + data)
+    stream.flush()
+
+
+def read_message(stream: IO[bytes]) -> bytes:
+    """One length-prefixed message; `EOFError` when the other side has gone."""
+    header = stream.read(_LENGTH.size)
+    if len(header) < _LENGTH.size:
+        raise EOFError("the pipe closed")
+    (length,) = _LENGTH.unpack(header)
+    data = stream.read(length)
+    if len(data) < length:
+        raise EOFError("the pipe closed mid-message")
+    return data
+
+
+_LENGTH = struct.Struct(">Q")
+
+
+def run_worker(incoming: IO[bytes], outgoing: IO[bytes], directory: Path, spill_every_rows: int) -> None:
+    """Resolve batches until told to finish, then report the files (or the error)."""
     decoder = msgspec.msgpack.Decoder(list[EventProjection])
     planner = BulkPlanner()
-    spilled = SpilledTables(Path(directory))
+    spilled = SpilledTables(directory)
     try:
-        while not (data := connection.recv_bytes()).startswith(FINISH):
+        while not (data := read_message(incoming)).startswith(FINISH):
             planner.add(decoder.decode(data))
             if planner.held_rows >= spill_every_rows:
                 spilled.write(planner.take_finished())
@@ -74,5 +98,11 @@ def run_worker(connection: Connection, directory: str, spill_every_rows: int) ->
     except BaseException as exc:
         spilled.close()
         result = SpillResult(error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}")
-    connection.send(result)
-    connection.close()
+    with contextlib.suppress(OSError):
+        write_message(outgoing, msgspec.msgpack.encode(result))
+
+
+if __name__ == "__main__":
+    replies = sys.stdout.buffer
+    sys.stdout = sys.stderr  # a stray print must never corrupt the replies
+    run_worker(sys.stdin.buffer, replies, Path(sys.argv[1]), int(sys.argv[2]))
