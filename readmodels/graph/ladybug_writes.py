@@ -237,7 +237,10 @@ def _write_edges(execute: Execute, plan: WritePlan, ensure_typed: Callable[[str]
     for label, rows in closed.items():
         _load(
             execute,
-            f"{endpoints}MATCH (a)-[e:`{label}`]->(b) WHERE e.uid = r.uid SET e.valid_to = r.valid_to",
+            # from the source alone: a target (a team, say) collects incoming edges from every version of
+            # everything pointing at it, and binding it too lets the planner scan those
+            f"MATCH (a:Entity {{uid: r.source_uid}}) MATCH (a)-[e:`{label}`]->(b:Entity) WHERE e.uid = r.uid "
+            "SET e.valid_to = r.valid_to",
             {**ENDPOINTS, **CLOSED_ROW},
             rows,
         )
