@@ -66,6 +66,7 @@ class BulkPlanner:
             new_relations=[edge for edge in plan.new_relations if edge.is_open and not edge.discarded],
             sources=plan.sources,
             applied=plan.applied,
+            new_keys=plan.new_keys,
         )
         self._held = len(self._resolver.plan.new_entities) + len(self._resolver.plan.new_relations)
         return finished

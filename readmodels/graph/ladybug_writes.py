@@ -114,13 +114,18 @@ def write_plan(
         CLOSED_ROW,
         [{"uid": row.uid, "valid_to": row.valid_to} for row in plan.closed_entities],
     )
+    keys = plan.entity_key_rows()
+    _load(  # a key this batch made needs no lookup
+        execute,
+        f"CREATE (k:EntityKey {{{_props(ENTITY_KEY_ROW)}}})",
+        ENTITY_KEY_ROW,
+        [row for row in keys if row["key"] in plan.new_keys],
+    )
     _load(
         execute,
-        "MERGE (k:EntityKey {key: r.key}) SET k.session = r.session, k.name = r.name, "
-        "k.entity_type = r.entity_type, k.name_key = r.name_key, k.latest_uid = r.latest_uid, "
-        "k.versions = r.versions",
+        "MATCH (k:EntityKey {key: r.key}) SET k.latest_uid = r.latest_uid, k.versions = r.versions",
         ENTITY_KEY_ROW,
-        plan.entity_key_rows(),
+        [row for row in keys if row["key"] not in plan.new_keys],
     )
     _load(
         execute,

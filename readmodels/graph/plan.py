@@ -223,6 +223,7 @@ class WritePlan(msgspec.Struct, kw_only=True):
     new_entities: list[EntityRow] = msgspec.field(default_factory=list)
     closed_entities: list[EntityRow] = msgspec.field(default_factory=list)
     heads: dict[str, EntityRow] = msgspec.field(default_factory=dict)  # key -> latest version after
+    new_keys: set[str] = msgspec.field(default_factory=set)  # keys that had no version before the batch
     version_links: list[tuple[str, str, str]] = msgspec.field(default_factory=list)  # (older, newer, at)
     new_relations: list[RelationRow] = msgspec.field(default_factory=list)
     closed_relations: list[RelationRow] = msgspec.field(default_factory=list)

@@ -246,6 +246,8 @@ class Resolver(RelationRules):
         self.plan.new_entities.append(row)
         if previous is not None:
             self.plan.version_links.append((previous.uid, row.uid, start))
+        else:
+            self.plan.new_keys.add(key)  # no version was known: the key itself is new
         return row
 
     def _close_entity(self, row: EntityRow, at: str, successor: EntityRow | None) -> None:
