@@ -18,11 +18,13 @@ from readmodels.graph.ladybug_schema import (
     ARROW_TYPES,
     CITATION_TYPES,
     EDGE_TYPES,
+    ENTITY_KEY_TYPES,
     ENTITY_TYPES,
     EVENT_TYPES,
     OBSERVATION_TABLES,
     OBSERVATION_TYPES,
     PROJECTED_RELATION_TYPES,
+    SOURCE_TYPES,
 )
 from readmodels.graph.ladybug_writes import checkpoint_rows, session_rows
 from readmodels.graph.plan import RelationRow, WritePlan
@@ -71,30 +73,8 @@ SESSION = _node(
 )
 EVENT = _node("Event", EVENT_TYPES)
 ENTITY = _node("Entity", ENTITY_TYPES)
-ENTITY_KEY = _node(
-    "EntityKey",
-    {
-        "key": "STRING",
-        "session": "STRING",
-        "name": "STRING",
-        "entity_type": "STRING",
-        "name_key": "STRING",
-        "latest_uid": "STRING",
-        "versions": "INT64",
-    },
-)
-SOURCE = _node(
-    "Source",
-    {
-        "uid": "STRING",
-        "session": "STRING",
-        "path": "STRING",
-        "line_start": "INT64",
-        "line_end": "INT64",
-        "checksum": "STRING",
-        "text": "STRING",
-    },
-)
+ENTITY_KEY = _node("EntityKey", ENTITY_KEY_TYPES)
+SOURCE = _node("Source", SOURCE_TYPES)
 CHECKPOINT = _node(
     "Checkpoint",
     {"id": "STRING", "projector": "STRING", "session": "STRING", "seq": "INT64", "event_hash": "STRING"},

@@ -79,6 +79,25 @@ EDGE_TYPES: Final[dict[str, str]] = {
     "carried_by_event_seq": "INT64",
     "content": "STRING",
 }
+ENTITY_KEY_TYPES: Final[dict[str, str]] = {
+    "key": "STRING",
+    "session": "STRING",
+    "name": "STRING",
+    "entity_type": "STRING",
+    "name_key": "STRING",
+    "latest_uid": "STRING",
+    "versions": "INT64",
+}
+SOURCE_TYPES: Final[dict[str, str]] = {
+    "uid": "STRING",
+    "session": "STRING",
+    "path": "STRING",
+    "line_start": "INT64",
+    "line_end": "INT64",
+    "checksum": "STRING",
+    "text": "STRING",
+}
+"""Columns of `EntityKey` and `Source`, in table order (their DDL in `0001_nodes` predates these maps)."""
 AUDIT_FIELDS: Final = (
     "inferred",
     "confidence",

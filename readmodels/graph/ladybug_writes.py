@@ -23,11 +23,13 @@ from readmodels.graph.ladybug_schema import (
     AUDIT_FIELDS,
     CITATION_TYPES,
     EDGE_TYPES,
+    ENTITY_KEY_TYPES,
     ENTITY_TYPES,
     EVENT_TYPES,
     OBSERVATION_TABLES,
     OBSERVATION_TYPES,
     PROJECTED_RELATION_TYPES,
+    SOURCE_TYPES,
     Execute,
 )
 from readmodels.graph.plan import RelationRow, WritePlan
@@ -41,24 +43,6 @@ SESSION_ROW: Final = {
     "last_ts": "STRING",
     "last_hash": "STRING",
     "count": "INT64",
-}
-ENTITY_KEY_ROW: Final = {
-    "key": "STRING",
-    "session": "STRING",
-    "name": "STRING",
-    "entity_type": "STRING",
-    "name_key": "STRING",
-    "latest_uid": "STRING",
-    "versions": "INT64",
-}
-SOURCE_ROW: Final = {
-    "uid": "STRING",
-    "session": "STRING",
-    "path": "STRING",
-    "line_start": "INT64",
-    "line_end": "INT64",
-    "checksum": "STRING",
-    "text": "STRING",
 }
 CHECKPOINT_ROW: Final = {
     "id": "STRING",
@@ -117,14 +101,14 @@ def write_plan(
     keys = plan.entity_key_rows()
     _load(  # a key this batch made needs no lookup
         execute,
-        f"CREATE (k:EntityKey {{{_props(ENTITY_KEY_ROW)}}})",
-        ENTITY_KEY_ROW,
+        f"CREATE (k:EntityKey {{{_props(ENTITY_KEY_TYPES)}}})",
+        ENTITY_KEY_TYPES,
         [row for row in keys if row["key"] in plan.new_keys],
     )
     _load(
         execute,
         "MATCH (k:EntityKey {key: r.key}) SET k.latest_uid = r.latest_uid, k.versions = r.versions",
-        ENTITY_KEY_ROW,
+        ENTITY_KEY_TYPES,
         [row for row in keys if row["key"] not in plan.new_keys],
     )
     _load(
@@ -297,7 +281,7 @@ def _write_sources_and_observations(execute: Execute, plan: WritePlan) -> None:
         execute,
         "MERGE (s:Source {uid: r.uid}) ON CREATE SET s.session = r.session, s.path = r.path, "
         "s.line_start = r.line_start, s.line_end = r.line_end, s.checksum = r.checksum, s.text = r.text",
-        SOURCE_ROW,
+        SOURCE_TYPES,
         list(plan.sources.values()),
     )
     cites = _props(CITATION_TYPES)
