@@ -17,11 +17,11 @@ from typing import Any, TypeVar
 
 import ladybug
 
-from readmodels.graph import ladybug_reads as reads
+from readmodels.graph import reads
 from readmodels.graph.cypher_guard import single_read_statement
+from readmodels.graph.cypher_io import Reading, run_sync
 from readmodels.graph.edge_cache import OpenEdgeCache
 from readmodels.graph.ladybug_schema import apply_migrations, typed_rel_ddl
-from readmodels.graph.ladybug_snapshot import load_open_edges, load_snapshot, read_checkpoints
 from readmodels.graph.ladybug_writes import write_plan
 from readmodels.graph.model import EventProjection
 from readmodels.graph.protocol import GraphQueryError, GraphStoreError, ReadOnlyQueryError
@@ -33,6 +33,7 @@ from readmodels.graph.records import (
     RelationEdge,
     SourceCitationRecord,
 )
+from readmodels.graph.snapshot import load_open_edges, load_snapshot, read_checkpoints
 from readmodels.graph.versioning import Resolver, load_request
 
 T = TypeVar("T")
@@ -165,6 +166,9 @@ class LadybugGraphStore:
         await self._ready()
         return await self._in_reader(fn)  # no await between the check and the submission
 
+    async def _reading_cypher(self, reading: Reading[T]) -> T:
+        return await self._reading(lambda: run_sync(reading, self._read))
+
     async def _writing(self, fn: Callable[[], T]) -> T:
         await self._ready()
         return await self._in_writer(fn)
@@ -199,7 +203,7 @@ class LadybugGraphStore:
 
     async def applied_seqs(self, projector: str, sessions: Sequence[str]) -> dict[str, int]:
         wanted = list(dict.fromkeys(sessions))
-        return await self._reading(lambda: read_checkpoints(self._read, projector, wanted))
+        return await self._reading_cypher(read_checkpoints(projector, wanted))
 
     async def apply(self, projector: str, projections: Sequence[EventProjection]) -> int:
         if not projections:
@@ -211,7 +215,7 @@ class LadybugGraphStore:
         self._write("BEGIN TRANSACTION")
         try:
             sessions = list(dict.fromkeys(p.event.session for p in projections))
-            applied = read_checkpoints(self._write, projector, sessions)
+            applied = run_sync(read_checkpoints(projector, sessions), self._write)
             todo: list[EventProjection] = []
             for projection in projections:
                 event = projection.event
@@ -219,11 +223,11 @@ class LadybugGraphStore:
                     applied[event.session] = event.seq
                     todo.append(projection)
             if todo:
-                snapshot = load_snapshot(self._write, load_request(todo))
+                snapshot = run_sync(load_snapshot(load_request(todo)), self._write)
                 probe = Resolver(snapshot)  # a first pass names the stored edges the batch needs
                 probe.resolve(todo)
                 snapshot.open_edges = self._open_edges.load(
-                    probe.demands, lambda demands: load_open_edges(self._write, demands)
+                    probe.demands, lambda demands: run_sync(load_open_edges(demands), self._write)
                 )
                 plan = Resolver(snapshot).resolve(todo)
                 write_plan(self._write, plan, projector, self._ensure_typed)
@@ -262,15 +266,15 @@ class LadybugGraphStore:
                 _rollback(self._reader)
 
     async def events(self, session: str, *, from_seq: int = 1, limit: int | None = None) -> list[EventRecord]:
-        return await self._reading(lambda: reads.events(self._read, session, from_seq, limit))
+        return await self._reading_cypher(reads.events(session, from_seq, limit))
 
     async def entity_versions(self, session: str, name: str, entity_type: str) -> list[EntityVersion]:
-        return await self._reading(lambda: reads.entity_versions(self._read, session, name, entity_type))
+        return await self._reading_cypher(reads.entity_versions(session, name, entity_type))
 
     async def entities(
         self, session: str, *, as_of: str | None = None, entity_type: str | None = None
     ) -> list[EntityVersion]:
-        return await self._reading(lambda: reads.entities(self._read, session, as_of, entity_type))
+        return await self._reading_cypher(reads.entities(session, as_of, entity_type))
 
     async def relations(
         self,
@@ -280,9 +284,7 @@ class LadybugGraphStore:
         include_inferred: bool = True,
         relation_type: str | None = None,
     ) -> list[RelationEdge]:
-        return await self._reading(
-            lambda: reads.relations(self._read, session, as_of, include_inferred, relation_type)
-        )
+        return await self._reading_cypher(reads.relations(session, as_of, include_inferred, relation_type))
 
     async def neighbours(
         self,
@@ -294,12 +296,12 @@ class LadybugGraphStore:
         as_of: str | None = None,
         include_inferred: bool = True,
     ) -> list[Neighbour]:
-        return await self._reading(
-            lambda: reads.neighbours(self._read, session, name, entity_type, depth, as_of, include_inferred)
+        return await self._reading_cypher(
+            reads.neighbours(session, name, entity_type, depth, as_of, include_inferred)
         )
 
     async def sources(self, session: str, *, path: str | None = None) -> list[SourceCitationRecord]:
-        return await self._reading(lambda: reads.sources(self._read, session, path))
+        return await self._reading_cypher(reads.sources(session, path))
 
     async def observations(self, session: str, task_id: str) -> list[ObservationRecord]:
-        return await self._reading(lambda: reads.observations(self._read, session, task_id))
+        return await self._reading_cypher(reads.observations(session, task_id, "label"))

@@ -14,8 +14,10 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 
 from readmodels.graph.identity import encode_json, event_uid, typed_label
-from readmodels.graph.ladybug_schema import (
-    ARROW_TYPES,
+from readmodels.graph.ladybug_schema import ARROW_TYPES
+from readmodels.graph.ladybug_writes import checkpoint_rows, session_rows
+from readmodels.graph.plan import RelationRow, WritePlan
+from readmodels.graph.properties import (
     CITATION_TYPES,
     EDGE_TYPES,
     ENTITY_KEY_TYPES,
@@ -26,8 +28,6 @@ from readmodels.graph.ladybug_schema import (
     PROJECTED_RELATION_TYPES,
     SOURCE_TYPES,
 )
-from readmodels.graph.ladybug_writes import checkpoint_rows, session_rows
-from readmodels.graph.plan import RelationRow, WritePlan
 
 ENDS = {"from": "STRING", "to": "STRING"}
 

@@ -11,131 +11,22 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Final
 
 import pyarrow as pa
 
-from readmodels.graph.protocol import MigrationChecksumError, PlannedMigration
-
-Execute = Callable[[str, dict[str, Any] | None], list[dict[str, Any]]]
-
-EVENT_TYPES: Final[dict[str, str]] = {
-    "uid": "STRING",
-    "session": "STRING",
-    "seq": "INT64",
-    "hash": "STRING",
-    "prev_hash": "STRING",
-    "type": "STRING",
-    "ts": "STRING",
-    "actor": "STRING",
-    "summary": "STRING",
-    "citation": "STRING",
-    "caused_by": "STRING[]",
-}
-ENTITY_TYPES: Final[dict[str, str]] = {
-    "uid": "STRING",
-    "key": "STRING",
-    "session": "STRING",
-    "name": "STRING",
-    "entity_type": "STRING",
-    "summary": "STRING",
-    "properties": "STRING",
-    "valid_from": "STRING",
-    "valid_to": "STRING",
-    "version": "INT64",
-    "source_event_seq": "INT64",
-    "source_event_hash": "STRING",
-    "source_event_type": "STRING",
-    "source_thread": "STRING",
-}
-EDGE_TYPES: Final[dict[str, str]] = {
-    "uid": "STRING",
-    "key": "STRING",
-    "triple": "STRING",
-    "session": "STRING",
-    "relation_type": "STRING",
-    "properties": "STRING",
-    "valid_from": "STRING",
-    "valid_to": "STRING",
-    "source_event_seq": "INT64",
-    "source_event_hash": "STRING",
-    "source_event_type": "STRING",
-    "source_thread": "STRING",
-    "inferred": "BOOLEAN",
-    "confidence": "DOUBLE",
-    "inference_method": "STRING",
-    "evidence_event_hashes": "STRING[]",
-    "evidence_event_seqs": "INT64[]",
-    "evidence_citations": "STRING[]",
-    "evidence_quotes": "STRING[]",
-    "edge_id": "STRING",
-    "review_status": "STRING",
-    "authority_status": "STRING",
-    "derived_from_event_seq": "INT64",
-    "derived_from_event_hash": "STRING",
-    "carried_from": "STRING",
-    "carried_by_event_seq": "INT64",
-    "content": "STRING",
-}
-ENTITY_KEY_TYPES: Final[dict[str, str]] = {
-    "key": "STRING",
-    "session": "STRING",
-    "name": "STRING",
-    "entity_type": "STRING",
-    "name_key": "STRING",
-    "latest_uid": "STRING",
-    "versions": "INT64",
-}
-SOURCE_TYPES: Final[dict[str, str]] = {
-    "uid": "STRING",
-    "session": "STRING",
-    "path": "STRING",
-    "line_start": "INT64",
-    "line_end": "INT64",
-    "checksum": "STRING",
-    "text": "STRING",
-}
-"""Columns of `EntityKey` and `Source`, in table order (their DDL in `0001_nodes` predates these maps)."""
-AUDIT_FIELDS: Final = (
-    "inferred",
-    "confidence",
-    "inference_method",
-    "evidence_event_hashes",
-    "evidence_event_seqs",
-    "evidence_citations",
-    "evidence_quotes",
-    "edge_id",
-    "review_status",
-    "authority_status",
+from readmodels.graph.cypher_io import Execute
+from readmodels.graph.properties import (
+    CITATION_TYPES,
+    EDGE_TYPES,
+    ENTITY_TYPES,
+    EVENT_TYPES,
+    OBSERVATION_TABLES,
+    OBSERVATION_TYPES,
+    PROJECTED_RELATION_TYPES,
 )
-"""The inferred-edge audit fields: on `RELATES`, every typed relationship and `PROJECTED_RELATION`."""
-PROJECTED_RELATION_TYPES: Final[dict[str, str]] = {
-    "uid": "STRING",  # the edge's uid
-    "relation_type": "STRING",
-    "action": "STRING",
-    "target_uid": "STRING",
-    "valid_from": "STRING",
-    "valid_to": "STRING",
-    **{name: EDGE_TYPES[name] for name in AUDIT_FIELDS},
-}
-CITATION_TYPES: Final[dict[str, str]] = {
-    "path": "STRING",
-    "line_start": "INT64",
-    "line_end": "INT64",
-    "checksum": "STRING",
-    "source_event_seq": "INT64",
-    "source_event_hash": "STRING",
-}
-OBSERVATION_TYPES: Final[dict[str, str]] = {
-    "task_id": "STRING",
-    "session": "STRING",
-    "seq": "INT64",
-    "ts": "STRING",
-}
-OBSERVATION_TABLES: Final = ("OBSERVED_COMMAND", "OBSERVED_FILE_EDIT", "OBSERVED_TOOL_CALL", "HAS_CHECKPOINT")
-
+from readmodels.graph.protocol import MigrationChecksumError, PlannedMigration
 
 ARROW_TYPES: Final[dict[str, pa.DataType]] = {
     "STRING": pa.string(),

@@ -17,9 +17,11 @@ from typing import Any, Final
 
 import pyarrow as pa
 
+from readmodels.graph.cypher_io import Execute
 from readmodels.graph.identity import checkpoint_uid, event_uid, typed_label
-from readmodels.graph.ladybug_schema import (
-    ARROW_TYPES,
+from readmodels.graph.ladybug_schema import ARROW_TYPES
+from readmodels.graph.plan import RelationRow, WritePlan
+from readmodels.graph.properties import (
     AUDIT_FIELDS,
     CITATION_TYPES,
     EDGE_TYPES,
@@ -30,9 +32,7 @@ from readmodels.graph.ladybug_schema import (
     OBSERVATION_TYPES,
     PROJECTED_RELATION_TYPES,
     SOURCE_TYPES,
-    Execute,
 )
-from readmodels.graph.plan import RelationRow, WritePlan
 
 ENDPOINTS: Final = {"source_uid": "STRING", "target_uid": "STRING"}
 SESSION_ROW: Final = {

@@ -1,4 +1,4 @@
-"""LadybugDB reads before a batch: checkpoints, the `Snapshot` of versions and names, and open edges.
+"""Reads before a batch: checkpoints, the `Snapshot` of versions and names, and open edges (any backend).
 
 What a batch touches is read inside the batch's write transaction, so resolution sees exactly the state
 the batch will be written on top of.
@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from readmodels.graph.cypher_io import Reading
 from readmodels.graph.identity import checkpoint_uid, decode_json
-from readmodels.graph.ladybug_reads import stored_edge_fields
-from readmodels.graph.ladybug_schema import EDGE_TYPES, ENTITY_TYPES, Execute
 from readmodels.graph.plan import EdgeDemands, EntityRow, LoadRequest, RelationRow, Snapshot
+from readmodels.graph.properties import EDGE_TYPES, ENTITY_TYPES
+from readmodels.graph.reads import stored_edge_fields
 
 
 def _returns(types: dict[str, str], var: str) -> str:
@@ -60,23 +61,23 @@ def edge_from_row(row: dict[str, Any]) -> RelationRow:
     )
 
 
-def read_checkpoints(execute: Execute, projector: str, sessions: list[str]) -> dict[str, int]:
+def read_checkpoints(projector: str, sessions: list[str]) -> Reading[dict[str, int]]:
     if not sessions:
         return {}
-    rows = execute(
+    rows = yield (
         "UNWIND $ids AS id MATCH (c:Checkpoint {id: id}) RETURN c.session AS session, c.seq AS seq",
         {"ids": [checkpoint_uid(projector, session) for session in sessions]},
     )
     return {str(row["session"]): int(row["seq"]) for row in rows}
 
 
-def load_snapshot(execute: Execute, request: LoadRequest) -> Snapshot:
+def load_snapshot(request: LoadRequest) -> Reading[Snapshot]:
     """Read the latest versions and names a batch touches, and open edges it names by `edge_id`."""
     snapshot = Snapshot()
     keys = dict.fromkeys(request.entity_keys)
     if request.name_keys:
         snapshot.names = {name: set() for name in request.name_keys}
-        rows = execute(
+        rows = yield (
             "MATCH (k:EntityKey) WHERE k.name_key IN $names RETURN k.name_key AS name_key, k.key AS key",
             {"names": request.name_keys},
         )
@@ -84,7 +85,7 @@ def load_snapshot(execute: Execute, request: LoadRequest) -> Snapshot:
             snapshot.names[row["name_key"]].add(row["key"])
             keys[row["key"]] = None
     if keys:
-        rows = execute(
+        rows = yield (
             "UNWIND $keys AS key MATCH (k:EntityKey {key: key}) MATCH (e:Entity {uid: k.latest_uid}) "
             f"RETURN {ENTITY_RETURN}",
             {"keys": list(keys)},
@@ -92,7 +93,7 @@ def load_snapshot(execute: Execute, request: LoadRequest) -> Snapshot:
         snapshot.heads = {row["key"]: entity_from_row(row) for row in rows}
     if request.edge_ids:
         wanted = set(request.edge_ids)
-        rows = execute(
+        rows = yield (
             "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE r.valid_to IS NULL AND r.edge_id IN $ids "
             f"RETURN {EDGE_RETURN}",
             {"ids": sorted({edge_id for _, edge_id in wanted})},
@@ -103,7 +104,7 @@ def load_snapshot(execute: Execute, request: LoadRequest) -> Snapshot:
     return snapshot
 
 
-def load_open_edges(execute: Execute, demands: EdgeDemands) -> list[RelationRow]:
+def load_open_edges(demands: EdgeDemands) -> Reading[list[RelationRow]]:
     """The stored open edges a first resolution asked for: on closed versions, by key, by triple."""
     edges: list[RelationRow] = []
     uids = sorted(demands.entities)
@@ -112,14 +113,15 @@ def load_open_edges(execute: Execute, demands: EdgeDemands) -> list[RelationRow]
             "MATCH (a:Entity {uid: uid}) MATCH (a)-[r:RELATES]->(b:Entity)",
             "MATCH (b:Entity {uid: uid}) MATCH (a:Entity)-[r:RELATES]->(b)",
         ):
-            rows = execute(
-                f"UNWIND $uids AS uid {pattern} WHERE r.valid_to IS NULL RETURN {EDGE_RETURN}", {"uids": uids}
+            rows = yield (
+                f"UNWIND $uids AS uid {pattern} WHERE r.valid_to IS NULL RETURN {EDGE_RETURN}",
+                {"uids": uids},
             )
             edges.extend(edge_from_row(row) for row in rows)
     for field, wanted in (("key", demands.keys), ("triple", demands.triples)):
         pairs = [{"uid": uid, "value": value} for uid, value in sorted(wanted) if uid not in demands.entities]
         if pairs:
-            rows = execute(
+            rows = yield (
                 "UNWIND $pairs AS p MATCH (a:Entity {uid: p.uid}) MATCH (a)-[r:RELATES]->(b:Entity) "
                 f"WHERE r.valid_to IS NULL AND r.{field} = p.value RETURN {EDGE_RETURN}",
                 {"pairs": pairs},

@@ -1,12 +1,17 @@
-"""The typed reads of `GraphStore` on LadybugDB (synchronous; `LadybugGraphStore` runs them in a thread)."""
+"""The typed reads of `GraphStore`, once for every backend (portable Cypher, see `cypher_io`).
+
+Each read is a generator: it yields its statements and is sent their rows. The one dialect difference,
+the function naming a relationship's type, is a parameter.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
+from readmodels.graph.cypher_io import Reading
 from readmodels.graph.identity import decode_json, entity_key
-from readmodels.graph.ladybug_schema import EDGE_TYPES, ENTITY_TYPES, OBSERVATION_TABLES, Execute
 from readmodels.graph.model import canonical_ts
+from readmodels.graph.properties import EDGE_TYPES, ENTITY_TYPES, OBSERVATION_TABLES
 from readmodels.graph.records import (
     EntityVersion,
     EventRecord,
@@ -108,13 +113,13 @@ def to_edge(row: dict[str, Any]) -> RelationEdge:
     )
 
 
-def events(execute: Execute, session: str, from_seq: int, limit: int | None) -> list[EventRecord]:
+def events(session: str, from_seq: int, limit: int | None) -> Reading[list[EventRecord]]:
     params: dict[str, Any] = {"session": session, "from_seq": from_seq}
     tail = ""
     if limit is not None:
         params["limit"] = limit
         tail = " LIMIT $limit"
-    rows = execute(
+    rows = yield (
         "MATCH (s:Session {id: $session}) MATCH (s)-[:HAS_EVENT]->(e:Event) WHERE e.seq >= $from_seq "
         f"RETURN {_EVENT_COLUMNS} ORDER BY e.seq{tail}",
         params,
@@ -122,23 +127,21 @@ def events(execute: Execute, session: str, from_seq: int, limit: int | None) -> 
     return [EventRecord(**{**row, "caused_by": list(row["caused_by"] or [])}) for row in rows]
 
 
-def entity_versions(execute: Execute, session: str, name: str, entity_type: str) -> list[EntityVersion]:
-    rows = execute(
+def entity_versions(session: str, name: str, entity_type: str) -> Reading[list[EntityVersion]]:
+    rows = yield (
         f"MATCH (e:Entity) WHERE e.key = $key RETURN {_ENTITY_COLUMNS} ORDER BY e.valid_from",
         {"key": entity_key(session, name, entity_type)},
     )
     return [to_version(row) for row in rows]
 
 
-def entities(
-    execute: Execute, session: str, as_of: str | None, entity_type: str | None
-) -> list[EntityVersion]:
+def entities(session: str, as_of: str | None, entity_type: str | None) -> Reading[list[EntityVersion]]:
     params: dict[str, Any] = {"session": session}
     conditions = ["e.session = $session", window("e", as_of, params)]
     if entity_type is not None:
         params["entity_type"] = entity_type
         conditions.append("e.entity_type = $entity_type")
-    rows = execute(
+    rows = yield (
         f"MATCH (e:Entity) WHERE {' AND '.join(conditions)} RETURN {_ENTITY_COLUMNS} "
         "ORDER BY e.entity_type, e.name",
         params,
@@ -159,11 +162,11 @@ def _edge_filters(
 
 
 def relations(
-    execute: Execute, session: str, as_of: str | None, include_inferred: bool, relation_type: str | None
-) -> list[RelationEdge]:
+    session: str, as_of: str | None, include_inferred: bool, relation_type: str | None
+) -> Reading[list[RelationEdge]]:
     params: dict[str, Any] = {"session": session}
     conditions = ["r.session = $session", *_edge_filters(params, as_of, include_inferred, relation_type)]
-    rows = execute(
+    rows = yield (
         f"MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE {' AND '.join(conditions)} RETURN {_EDGE_COLUMNS} "
         "ORDER BY r.relation_type, a.name, b.name, r.valid_from",
         params,
@@ -172,20 +175,19 @@ def relations(
 
 
 def neighbours(
-    execute: Execute,
     session: str,
     name: str,
     entity_type: str | None,
     depth: int,
     as_of: str | None,
     include_inferred: bool,
-) -> list[Neighbour]:
+) -> Reading[list[Neighbour]]:
     params: dict[str, Any] = {"session": session, "name": name}
     conditions = ["e.session = $session", "e.name = $name", window("e", as_of, params)]
     if entity_type is not None:
         params["entity_type"] = entity_type
         conditions.append("e.entity_type = $entity_type")
-    start = execute(f"MATCH (e:Entity) WHERE {' AND '.join(conditions)} RETURN e.uid AS uid", params)
+    start = yield (f"MATCH (e:Entity) WHERE {' AND '.join(conditions)} RETURN e.uid AS uid", params)
     seen = {row["uid"] for row in start}
     frontier = sorted(seen)
     found: list[Neighbour] = []
@@ -199,7 +201,7 @@ def neighbours(
             ("MATCH (a:Entity {uid: uid}) MATCH (a)-[r:RELATES]->(b:Entity)", "b"),
             ("MATCH (b:Entity {uid: uid}) MATCH (a:Entity)-[r:RELATES]->(b)", "a"),
         ):
-            rows = execute(
+            rows = yield (
                 f"UNWIND $uids AS uid {pattern} WHERE {edge_conditions} WITH a, r, b, {other} AS o "
                 f"RETURN {_EDGE_COLUMNS}, {_OTHER_COLUMNS}",
                 {**edge_params, "uids": frontier},
@@ -218,7 +220,7 @@ def neighbours(
     return found
 
 
-def sources(execute: Execute, session: str, path: str | None) -> list[SourceCitationRecord]:
+def sources(session: str, path: str | None) -> Reading[list[SourceCitationRecord]]:
     params: dict[str, Any] = {"session": session}
     condition = "s.session = $session"
     if path is not None:
@@ -229,15 +231,18 @@ def sources(execute: Execute, session: str, path: str | None) -> list[SourceCita
         "s.line_end AS line_end, s.checksum AS checksum, s.text AS text, c.source_event_seq AS seq"
     )
     records: list[SourceCitationRecord] = []
-    for row in execute(
-        f"MATCH (v:Event)-[c:CITES_SOURCE]->(s:Source) WHERE {condition} RETURN {columns}", params
-    ):
+    by_events = yield (
+        f"MATCH (v:Event)-[c:CITES_SOURCE]->(s:Source) WHERE {condition} RETURN {columns}",
+        params,
+    )
+    for row in by_events:
         records.append(SourceCitationRecord(**_source_fields(row)))
-    for row in execute(
+    by_entities = yield (
         f"MATCH (e:Entity)-[c:CITES_SOURCE]->(s:Source) WHERE {condition} RETURN {columns}, "
         "e.uid AS entity_uid, e.name AS entity_name, e.entity_type AS entity_type",
         params,
-    ):
+    )
+    for row in by_entities:
         records.append(
             SourceCitationRecord(
                 **_source_fields(row),
@@ -265,10 +270,13 @@ def _source_fields(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def observations(execute: Execute, session: str, task_id: str) -> list[ObservationRecord]:
-    rows = execute(
+def observations(
+    session: str, task_id: str, type_function: Literal["label", "type"]
+) -> Reading[list[ObservationRecord]]:
+    """`type_function`: the function giving a relationship's type (LadybugDB: label, Neo4j: type)."""
+    rows = yield (
         f"MATCH (t:Entity) WHERE t.key = $key MATCH (t)-[o:{'|'.join(OBSERVATION_TABLES)}]->(v:Event) "
-        "RETURN label(o) AS kind, v.seq AS seq, v.type AS type, v.ts AS ts, t.uid AS task_uid "
+        f"RETURN {type_function}(o) AS kind, v.seq AS seq, v.type AS type, v.ts AS ts, t.uid AS task_uid "
         "ORDER BY v.seq, kind",
         {"key": entity_key(session, task_id, "task")},
     )
