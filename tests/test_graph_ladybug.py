@@ -12,7 +12,7 @@ import pytest
 
 from projectors.graph.extract import extract
 from readmodels.graph import ladybug as ladybug_store
-from readmodels.graph import ladybug_writes
+from readmodels.graph import ladybug_writes, writes
 from readmodels.graph.ladybug import LadybugGraphStore
 from readmodels.graph.protocol import GraphStoreError
 from tests.test_graph_support import SessionLog, count, dump, fact, work_story
@@ -64,7 +64,7 @@ async def test_a_batch_failing_midway_keeps_the_previous_state(
     def fail(*args: Any) -> None:
         raise Boom("disk full")
 
-    monkeypatch.setattr(ladybug_writes, "_write_sources_and_observations", fail)
+    monkeypatch.setattr(writes, "_source_and_observation_steps", fail)
     with pytest.raises(Boom):
         await store.apply("graph", [extract(e) for e in log.events[4:]])
     assert await dump(store, "s1") == before
@@ -80,7 +80,7 @@ async def test_typed_tables_created_by_a_failed_batch_are_rolled_back_too(
     def fail(*args: Any) -> None:
         raise Boom("after the DDL")
 
-    monkeypatch.setattr(ladybug_writes, "_write_sources_and_observations", fail)
+    monkeypatch.setattr(writes, "_source_and_observation_steps", fail)
     with pytest.raises(Boom):
         await store.apply("graph", [extract(e) for e in log.events])
     tables = {row["name"] for row in await store.query("CALL show_tables() RETURN name")}

@@ -15,7 +15,6 @@ import pyarrow as pa
 
 from readmodels.graph.identity import encode_json, event_uid, typed_label
 from readmodels.graph.ladybug_schema import ARROW_TYPES
-from readmodels.graph.ladybug_writes import checkpoint_rows, session_rows
 from readmodels.graph.plan import RelationRow, WritePlan
 from readmodels.graph.properties import (
     CITATION_TYPES,
@@ -28,6 +27,7 @@ from readmodels.graph.properties import (
     PROJECTED_RELATION_TYPES,
     SOURCE_TYPES,
 )
+from readmodels.graph.writes import checkpoint_rows, session_rows
 
 ENDS = {"from": "STRING", "to": "STRING"}
 
