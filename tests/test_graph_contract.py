@@ -16,11 +16,11 @@ from projectors.graph.extract import extract
 from readmodels.graph.protocol import GraphStore
 from tests import test_graph_support as support
 from tests.test_graph_support import (
+    FreshStore,
     SessionLog,
     count,
     dump,
     fact,
-    make_store,
     project,
     ts,
     work_story,
@@ -29,6 +29,7 @@ from tests.test_graph_support import (
 pytestmark = pytest.mark.anyio
 backend = support.backend  # the fixtures, parametrized by backend
 graph_store = support.graph_store
+fresh_store = support.fresh_store
 
 
 # -- spine ---------------------------------------------------------------------------------------------
@@ -250,7 +251,7 @@ async def test_an_overlapping_batch_applies_only_what_is_new(graph_store: GraphS
     assert [e.seq for e in await graph_store.events("s1")] == list(range(1, len(log.events) + 1))
 
 
-async def test_batch_boundaries_do_not_change_the_graph(backend: str, tmp_path: Path) -> None:
+async def test_batch_boundaries_do_not_change_the_graph(fresh_store: FreshStore, tmp_path: Path) -> None:
     log = work_story()
     log.add(
         "memory.fact.asserted", fact(("task-17", "task", "renamed"), relations=[("task-17", "relates", "x")])
@@ -269,11 +270,7 @@ async def test_batch_boundaries_do_not_change_the_graph(backend: str, tmp_path: 
     log.add("inference.edge.retracted", {"edge_id": "e1", "reason": "no"})
     dumps = []
     for size in (1, 4, 1000):
-        store = make_store(backend, tmp_path / f"b{size}")
-        await store.open()
-        try:
+        async with fresh_store(tmp_path / f"b{size}") as store:
             await project(store, log.events, batch=size)
             dumps.append(await dump(store, "s1"))
-        finally:
-            await store.close()
     assert dumps[0] == dumps[1] == dumps[2]

@@ -22,6 +22,7 @@ from tests.test_graph_support import (
 pytestmark = pytest.mark.anyio
 backend = support.backend  # the fixtures, parametrized by backend
 graph_store = support.graph_store
+fresh_store = support.fresh_store
 
 
 # -- typed edges, audit fields ---------------------------------------------------------------------------

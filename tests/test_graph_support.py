@@ -1,15 +1,17 @@
 """Shared by the graph tests (no tests here): the backend fixtures, real hash-chained events, dumps.
 
-`graph_store` is parametrized by backend: only "ladybug" today; Neo4j joins by adding itself to
-`BACKENDS` and `make_store`, and then runs the whole contract suite (tests/test_graph_contract*.py).
+`graph_store` is parametrized by backend, so the whole contract suite (tests/test_graph_contract*.py)
+runs on LadybugDB and on a real Neo4j server (`neo4j_endpoint`, provisioned once per test run). Neo4j
+community has one database, so each Neo4j store starts from an emptied one: tests run one at a time.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import pytest
@@ -17,7 +19,11 @@ import pytest
 from eventloom.event import Event, compute_hash, utc_timestamp
 from projectors.graph.extract import extract
 from readmodels.graph.ladybug import LadybugGraphStore
+from readmodels.graph.neo4j import Neo4jGraphStore
 from readmodels.graph.protocol import GraphStore
+
+if TYPE_CHECKING:
+    from readmodels.graph.neo4j_local import Neo4jEndpoint
 
 T0 = datetime(2025, 5, 1, 9, 0, tzinfo=UTC)
 
@@ -104,14 +110,9 @@ async def dump(store: GraphStore, session: str) -> dict[str, Any]:
     }
 
 
-BACKENDS = ["ladybug"]
+BACKENDS = ["ladybug", "neo4j"]
 HASH_A = "3f79bb7b435b05321651daefd374cdc681dc06faa65e374e38337b88ca046dea"
-
-
-def make_store(backend: str, root: Path) -> GraphStore:
-    if backend == "ladybug":
-        return LadybugGraphStore(root / "graph.lbug")
-    raise ValueError(f"unknown graph backend {backend!r}")
+FreshStore = Callable[[Path], AbstractAsyncContextManager[GraphStore]]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -120,13 +121,34 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-async def graph_store(backend: str, tmp_path: Path) -> AsyncIterator[GraphStore]:
-    store = make_store(backend, tmp_path / "store")
-    await store.open()
-    try:
+def fresh_store(backend: str, request: pytest.FixtureRequest) -> FreshStore:
+    """Opens an empty store of `backend` (LadybugDB: under the given directory)."""
+    endpoint: Neo4jEndpoint | None = None
+    if backend == "neo4j":
+        endpoint = request.getfixturevalue("neo4j_endpoint")
+
+    @asynccontextmanager
+    async def fresh(root: Path) -> AsyncIterator[GraphStore]:
+        store: GraphStore
+        if endpoint is None:
+            store = LadybugGraphStore(root / "graph.lbug")
+            await store.open()
+        else:
+            store = Neo4jGraphStore(endpoint.uri, user=endpoint.user, password=endpoint.password)
+            await store.open()
+            await store.clear()
+        try:
+            yield store
+        finally:
+            await store.close()
+
+    return fresh
+
+
+@pytest.fixture
+async def graph_store(fresh_store: FreshStore, tmp_path: Path) -> AsyncIterator[GraphStore]:
+    async with fresh_store(tmp_path / "store") as store:
         yield store
-    finally:
-        await store.close()
 
 
 async def project(store: GraphStore, events: Sequence[Event], batch: int = 500, name: str = "graph") -> int:

@@ -10,13 +10,12 @@ migrations: they are created on demand, inside the batch that first needs them, 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-from datetime import UTC, datetime
 from typing import Final
 
 import pyarrow as pa
 
 from readmodels.graph.cypher_io import Execute
+from readmodels.graph.migrations import applied_at, missing, plan_of
 from readmodels.graph.properties import (
     CITATION_TYPES,
     EDGE_TYPES,
@@ -26,7 +25,7 @@ from readmodels.graph.properties import (
     OBSERVATION_TYPES,
     PROJECTED_RELATION_TYPES,
 )
-from readmodels.graph.protocol import MigrationChecksumError, PlannedMigration
+from readmodels.graph.protocol import PlannedMigration
 
 ARROW_TYPES: Final[dict[str, pa.DataType]] = {
     "STRING": pa.string(),
@@ -106,16 +105,9 @@ _MIGRATIONS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
 )
 
 
-def checksum(statements: tuple[str, ...]) -> str:
-    return "sha256:" + hashlib.sha256("\n".join(statements).encode("utf-8")).hexdigest()
-
-
 def schema_plan() -> list[PlannedMigration]:
     """Every migration, in order, with its checksum. Pure: touches no database."""
-    return [
-        PlannedMigration(name=name, checksum=checksum(statements), statements=statements)
-        for name, statements in _MIGRATIONS
-    ]
+    return plan_of(_MIGRATIONS)
 
 
 def applied_migrations(execute: Execute) -> dict[str, str]:
@@ -136,18 +128,9 @@ def apply_migrations(
     checksum differs from the plan's.
     """
     plan = schema_plan() if plan is None else plan
-    recorded = applied_migrations(execute)
-    for migration in plan:
-        known = recorded.get(migration.name)
-        if known is not None and known != migration.checksum:
-            raise MigrationChecksumError(
-                f"migration {migration.name} was applied with checksum {known}, but the code now has "
-                f"{migration.checksum}; never edit an applied migration, add a new one"
-            )
+    todo = missing(plan, applied_migrations(execute))
     applied: list[str] = []
-    for migration in plan:
-        if migration.name in recorded:
-            continue
+    for migration in todo:
         execute("BEGIN TRANSACTION", None)
         try:
             for statement in migration.statements:
@@ -159,7 +142,7 @@ def apply_migrations(
                     "name": migration.name,
                     "checksum": migration.checksum,
                     "count": migration.statement_count,
-                    "at": now or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                    "at": now or applied_at(),
                 },
             )
             execute("COMMIT", None)

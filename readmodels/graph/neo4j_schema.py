@@ -1,0 +1,120 @@
+"""Neo4j schema: constraints, lookup, full-text and vector indexes as named, checksummed migrations.
+
+Neo4j needs no table per relationship type, so typed relationships need no DDL. Schema statements cannot
+share a transaction with writes: each runs on its own and is idempotent (`IF NOT EXISTS`), and the
+`Migration` node is written after all of its statements succeeded, so an interrupted migration is simply
+applied again. `schema_plan()` is pure (for `eventloom schema-plan`); `apply_migrations()` applies what is
+missing and waits for the new indexes to come online.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from readmodels.graph.cypher_io import ExecuteAsync
+from readmodels.graph.migrations import applied_at, missing, plan_of
+from readmodels.graph.protocol import PlannedMigration
+
+DEFAULT_VECTOR_DIMENSIONS: Final = 384
+"""all-MiniLM-L6-v2's width, and the `hash` embedder's default."""
+MAX_VECTOR_DIMENSIONS: Final = 4096
+"""Neo4j 5.26's limit for a vector index."""
+INDEX_WAIT_S: Final = 300
+
+_UNIQUE: Final = (
+    ("migration_name", "(m:Migration)", "m.name"),
+    ("session_id", "(s:Session)", "s.id"),
+    ("event_uid", "(e:Event)", "e.uid"),
+    ("event_session_seq", "(e:Event)", "(e.session, e.seq)"),
+    ("entity_uid", "(e:Entity)", "e.uid"),
+    ("entity_version", "(e:Entity)", "(e.session, e.name, e.entity_type, e.valid_from)"),
+    ("entity_key_key", "(k:EntityKey)", "k.key"),
+    ("source_uid", "(s:Source)", "s.uid"),
+    ("checkpoint_id", "(c:Checkpoint)", "c.id"),
+)
+_LOOKUPS: Final = (
+    ("entity_key", "(e:Entity)", "e.key"),
+    ("entity_session_type", "(e:Entity)", "e.session, e.entity_type"),
+    ("entity_session_name", "(e:Entity)", "e.session, e.name"),
+    ("entity_key_name_key", "(k:EntityKey)", "k.name_key"),
+    ("source_session_path", "(s:Source)", "s.session, s.path"),
+    ("relates_uid", "()-[r:RELATES]-()", "r.uid"),
+    ("relates_edge_id", "()-[r:RELATES]-()", "r.edge_id"),
+    ("relates_session", "()-[r:RELATES]-()", "r.session"),
+    ("relates_key", "()-[r:RELATES]-()", "r.key"),
+    ("relates_triple", "()-[r:RELATES]-()", "r.triple"),
+)
+
+
+def _migrations(vector_dimensions: int) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    return (
+        (
+            "0001_identity_constraints",
+            tuple(
+                f"CREATE CONSTRAINT {name} IF NOT EXISTS FOR {pattern} REQUIRE {key} IS UNIQUE"
+                for name, pattern, key in _UNIQUE
+            ),
+        ),
+        (
+            "0002_lookup_indexes",
+            tuple(
+                f"CREATE INDEX {name} IF NOT EXISTS FOR {pattern} ON ({keys})"
+                for name, pattern, keys in _LOOKUPS
+            ),
+        ),
+        (
+            "0003_entity_fulltext",
+            ("CREATE FULLTEXT INDEX entity_text IF NOT EXISTS FOR (e:Entity) ON EACH [e.name, e.summary]",),
+        ),
+        (
+            "0004_entity_vector",
+            (
+                "CREATE VECTOR INDEX entity_embedding IF NOT EXISTS FOR (e:Entity) ON (e.embedding) "
+                f"OPTIONS {{indexConfig: {{`vector.dimensions`: {vector_dimensions}, "
+                "`vector.similarity_function`: 'cosine'}}",
+            ),
+        ),
+    )
+
+
+def schema_plan(vector_dimensions: int = DEFAULT_VECTOR_DIMENSIONS) -> list[PlannedMigration]:
+    """Every migration, in order, with its checksum. Pure: connects to nothing.
+
+    The vector width is part of migration 0004: changing it changes the checksum, and the store refuses
+    to open on a database built with another width (re-embedding means a new index, not an edited one).
+    """
+    if not isinstance(vector_dimensions, int) or not 1 <= vector_dimensions <= MAX_VECTOR_DIMENSIONS:
+        raise ValueError(f"vector_dimensions: expected an integer from 1 to {MAX_VECTOR_DIMENSIONS}")
+    return plan_of(_migrations(vector_dimensions))
+
+
+async def applied_migrations(execute: ExecuteAsync) -> dict[str, str]:
+    """name -> recorded checksum of the migrations applied to this database."""
+    rows = await execute("MATCH (m:Migration) RETURN m.name AS name, m.checksum AS checksum", {})
+    return {str(row["name"]): str(row["checksum"]) for row in rows}
+
+
+async def apply_migrations(execute: ExecuteAsync, plan: list[PlannedMigration]) -> list[str]:
+    """Apply the missing migrations (statements auto-committed, one by one); return the names applied.
+
+    `execute` must run each statement in its own auto-commit transaction (Neo4j refuses schema changes
+    in a transaction that also writes data). Raises `MigrationChecksumError` before applying anything
+    when an applied migration's checksum differs from the plan's.
+    """
+    todo = missing(plan, await applied_migrations(execute))
+    for migration in todo:
+        for statement in migration.statements:
+            await execute(statement, {})
+        await execute(
+            "MERGE (m:Migration {name: $name}) SET m.checksum = $checksum, m.statements = $count, "
+            "m.applied_at = $at",
+            {
+                "name": migration.name,
+                "checksum": migration.checksum,
+                "count": migration.statement_count,
+                "at": applied_at(),
+            },
+        )
+    if todo:
+        await execute("CALL db.awaitIndexes($seconds)", {"seconds": INDEX_WAIT_S})
+    return [migration.name for migration in todo]
