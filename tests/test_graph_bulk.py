@@ -10,10 +10,7 @@ import pytest
 
 from eventloom.errors import ReadModelBrokenError
 from projectors.graph.extract import extract
-from readmodels.graph.identity import typed_label
-from readmodels.graph.ladybug import LadybugGraphStore, run_rows
-from readmodels.graph.ladybug_bulk import LadybugBulkLoader
-from readmodels.graph.ladybug_copy import (
+from readmodels.graph.bulk_tables import (
     CHECKPOINT,
     ENTITY,
     ENTITY_CITES,
@@ -34,6 +31,9 @@ from readmodels.graph.ladybug_copy import (
     CopyTarget,
     typed_relation,
 )
+from readmodels.graph.identity import typed_label
+from readmodels.graph.ladybug import LadybugGraphStore, run_rows
+from readmodels.graph.ladybug_bulk import LadybugBulkLoader
 from readmodels.graph.protocol import GraphStoreError
 from tests.test_graph_support import SessionLog, fact, project, work_story
 

@@ -1,239 +1,90 @@
-"""`LadybugBulkLoader`: fills an empty LadybugDB graph from a whole log, for `eventloom rebuild`.
+"""Bulk loading an empty LadybugDB graph: `COPY` every table from the workers' Arrow files at once.
 
-A rebuild writes into a new generation that nothing reads until it is swapped in, so instead of one
-transaction per batch the log is resolved in memory by `bulk.BulkPlanner`s in worker processes, one per
-core, each for its share of the sessions (`ladybug_bulk_worker`); they spill every finished row once, in its
-final form, to Arrow files (memory stays bounded by the live graph). At `close` the loader `COPY`s each
-table from all workers' files at once, which is LadybugDB's fast path into empty tables, checkpoints last.
-If the rebuild stops early, `close` loads what was resolved, with matching checkpoints.
+`COPY` into empty tables is LadybugDB's fast path. It maps columns by position (see `bulk_tables`).
+Not one transaction: `COPY` into empty tables is much faster on its own (a transaction defers the work to
+a ~1 s commit). A load that fails half-way leaves a generation without checkpoints that is never swapped
+in; `eventloom rebuild` starts the next one afresh.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import shutil
-import subprocess
-import sys
-import zlib
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
 
 import ladybug
-import msgspec
 import pyarrow as pa
 
-from eventloom.errors import ReadModelBrokenError
+from readmodels.graph.bulk_loader import SPILL_EVERY_ROWS, BulkLoader, SpilledFiles
+from readmodels.graph.bulk_tables import CopyTarget, copy_order
 from readmodels.graph.ladybug import DEFAULT_CHECKPOINT_THRESHOLD, run_rows
-from readmodels.graph.ladybug_bulk_worker import FINISH, SpillResult, read_message, write_message
-from readmodels.graph.ladybug_copy import CopyTarget, copy_order
 from readmodels.graph.ladybug_schema import apply_migrations, typed_rel_ddl
-from readmodels.graph.model import EventProjection
 from readmodels.graph.protocol import GraphStoreError
 
-T = TypeVar("T")
-WORKER_MODULE = "readmodels.graph.ladybug_bulk_worker"
-SPILL_EVERY_ROWS = 20_000
-"""Resolved rows held in memory before the finished ones are spilled to disk."""
+
+def copy_statement(target: CopyTarget) -> str:
+    """`COPY` from the Arrow table passed as `$rows`."""
+    options = f" (from='{target.pair[0]}', to='{target.pair[1]}')" if target.pair else ""
+    return f"COPY `{target.table}` FROM $rows{options}"
 
 
-class LadybugBulkLoader:
-    """`GraphWriter` that bulk-loads the EMPTY database at `path`; refuses one that holds a graph."""
+class LadybugTableSink:
+    """The empty LadybugDB database at `path` (created if missing)."""
 
-    def __init__(
-        self, path: str | Path, *, spill_every_rows: int = SPILL_EVERY_ROWS, workers: int | None = None
-    ) -> None:
-        self.path = Path(path)
-        self._spill_dir = self.path.parent / f"{self.path.name}.spill"
-        self._spill_every = spill_every_rows
-        self._worker_count = workers or max(1, min(os.cpu_count() or 1, 8))
-        self._workers: list[subprocess.Popen[bytes]] = []
-        self._encoder = msgspec.msgpack.Encoder()
-        self._projector: str | None = None
-        self._thread: ThreadPoolExecutor | None = None
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.name = str(path)
         self._db: ladybug.Database | None = None
-        self._failed: str | None = None
-        self._accepted: dict[str, int] = {}  # last seq per session handed to a worker
-        self._sending: asyncio.Future[None] | None = None
 
     async def open(self) -> None:
-        if self._thread is None:
-            self._thread = ThreadPoolExecutor(1, thread_name_prefix="ladybug-bulk")
-            await self._run(self._open_sync)
+        await asyncio.to_thread(self._open_sync)
 
     def _open_sync(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = ladybug.Database(str(self.path), checkpoint_threshold=DEFAULT_CHECKPOINT_THRESHOLD)
         connection = ladybug.Connection(self._db)
         try:
-            execute = _executor(connection)
-            apply_migrations(execute)
-            if execute("MATCH (c:Checkpoint) RETURN count(c) AS n", None)[0]["n"]:
+            apply_migrations(lambda cypher, params: run_rows(connection, cypher, params))
+            if run_rows(connection, "MATCH (c:Checkpoint) RETURN count(c) AS n", None)[0]["n"]:
                 raise GraphStoreError(f"{self.path} already holds a graph; bulk loading needs an empty one")
         finally:
             connection.close()
-        shutil.rmtree(self._spill_dir, ignore_errors=True)
-        self._spill_dir.mkdir(parents=True)
-        self._start_workers()  # they start up (a second or so) while the first batch is fetched
 
-    def _start_workers(self) -> None:
-        for number in range(self._worker_count):
-            directory = self._spill_dir / f"worker-{number}"
-            self._workers.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", WORKER_MODULE, str(directory), str(self._spill_every)],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                )
-            )
+    async def load(self, files: SpilledFiles) -> None:
+        await asyncio.to_thread(self._load_sync, files)
 
-    async def close(self) -> None:
-        """Load what was resolved; `ReadModelBrokenError` if resolving failed (then nothing is loaded)."""
-        if self._thread is None:
-            return
-        try:
-            with contextlib.suppress(ReadModelBrokenError):  # recorded in `_failed`
-                await self._settle()
-            results = await self._run(self._finish_workers)
-            if self._failed is None and self._db is not None:
-                await self._run(lambda: self._load_sync(results))
-        finally:
-            await self._run(self._close_sync)
-            self._thread.shutdown(wait=False)
-            self._thread = None
-        if self._failed is not None:
-            raise ReadModelBrokenError(f"the bulk load of {self.path} failed: {self._failed}")
-
-    def _finish_workers(self) -> list[SpillResult]:
-        results: list[SpillResult] = []
-        for worker in self._workers:
-            assert worker.stdin is not None and worker.stdout is not None
-            try:
-                write_message(worker.stdin, FINISH + (self._projector or "").encode())
-                result = msgspec.msgpack.decode(read_message(worker.stdout), type=SpillResult)
-            except (OSError, EOFError) as exc:
-                result = SpillResult(
-                    error=f"bulk worker {worker.pid} died (exit code {worker.poll()}): {exc}"
-                )
-            if result.error is not None and self._failed is None:
-                self._failed = result.error
-            results.append(result)
-        return results
-
-    def _close_sync(self) -> None:
-        for worker in self._workers:
-            for stream in (worker.stdin, worker.stdout):
-                if stream is not None:
-                    with contextlib.suppress(OSError):
-                        stream.close()
-            try:
-                worker.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                worker.wait()
-        self._workers.clear()
-        shutil.rmtree(self._spill_dir, ignore_errors=True)
-        if self._db is not None:
-            self._db.close()
-            self._db = None
-
-    async def applied_seqs(self, projector: str, sessions: Sequence[str]) -> dict[str, int]:
-        self._check(projector)
-        return {session: self._accepted[session] for session in sessions if session in self._accepted}
-
-    async def apply(self, projector: str, projections: Sequence[EventProjection]) -> int:
-        """Hand a batch to the workers and return while they resolve, so the next batch can be fetched
-        meanwhile. A failure surfaces as `ReadModelBrokenError` on a later call, and nothing is loaded."""
-        self._check(projector)
-        self._projector = projector
-        shares: list[list[EventProjection]] = [[] for _ in self._workers]
-        for projection in projections:
-            event = projection.event
-            if event.seq > self._accepted.get(event.session, 0):
-                self._accepted[event.session] = event.seq
-                shares[zlib.crc32(event.session.encode()) % len(shares)].append(projection)
-        await self._settle()
-        if any(shares):
-            self._sending = asyncio.ensure_future(self._run(lambda: self._send_sync(shares)))
-        return sum(len(share) for share in shares)
-
-    def _send_sync(self, shares: list[list[EventProjection]]) -> None:
-        """Send each worker its share (blocks while a worker is still busy with the one before)."""
-        try:
-            for worker, share in zip(self._workers, shares, strict=True):
-                if share:
-                    assert worker.stdin is not None
-                    try:
-                        write_message(worker.stdin, self._encoder.encode(share))
-                    except OSError as exc:
-                        raise OSError(
-                            f"bulk worker {worker.pid} is gone: {_last_words(worker, exc)}"
-                        ) from exc
-        except BaseException as exc:
-            self._failed = f"{type(exc).__name__}: {exc}"  # the workers' state is no longer the log's
-            raise
-
-    async def _settle(self) -> None:
-        """Wait until the batch before has been handed over."""
-        sending, self._sending = self._sending, None
-        if sending is not None:
-            try:
-                await sending
-            except BaseException as exc:
-                raise ReadModelBrokenError(f"the bulk load of {self.path} failed: {exc}") from exc
-
-    def _check(self, projector: str) -> None:
-        if self._failed is not None:
-            raise ReadModelBrokenError(f"the bulk load of {self.path} failed earlier: {self._failed}")
-        if self._thread is None:
-            raise GraphStoreError("the bulk loader is not open")
-        if self._projector not in (None, projector):
-            raise GraphStoreError(f"this bulk load is for projector {self._projector!r}, not {projector!r}")
-
-    def _load_sync(self, results: list[SpillResult]) -> None:
-        """`COPY` every table from all workers' files at once, nodes first and checkpoints last.
-
-        Not one transaction: LadybugDB's `COPY` into empty tables is much faster on its own (a
-        transaction defers the work to a ~1 s commit). A load that fails half-way leaves a generation
-        without checkpoints that is never swapped in; `eventloom rebuild` starts the next one afresh.
-        """
-        files: dict[CopyTarget, list[str]] = {}
-        for result in results:
-            for target, path in result.files:
-                files.setdefault(target, []).append(path)
+    def _load_sync(self, files: SpilledFiles) -> None:
         assert self._db is not None
         connection = ladybug.Connection(self._db)
-        execute = _executor(connection)
         try:
             for label in sorted({target.typed for target in files if target.typed is not None}):
-                execute(typed_rel_ddl(label), None)
+                run_rows(connection, typed_rel_ddl(label), None)
             for target in sorted(files, key=copy_order):
                 with contextlib.ExitStack() as stack:  # memory-mapped: read in place, never all in memory
                     parts = [
                         pa.ipc.open_file(stack.enter_context(pa.memory_map(path))).read_all()
                         for path in files[target]
                     ]
-                    execute(target.copy_statement(), {"rows": pa.concat_tables(parts)})
+                    run_rows(connection, copy_statement(target), {"rows": pa.concat_tables(parts)})
         finally:
             connection.close()
 
-    async def _run(self, fn: Callable[[], T]) -> T:
-        assert self._thread is not None
-        return await asyncio.get_running_loop().run_in_executor(self._thread, fn)
+    async def close(self) -> None:
+        db, self._db = self._db, None
+        if db is not None:
+            await asyncio.to_thread(db.close)
 
 
-def _last_words(worker: subprocess.Popen[bytes], error: OSError) -> str:
-    """Why a worker stopped: the error it reported before exiting, else how it died."""
-    with contextlib.suppress(OSError, EOFError, msgspec.DecodeError):
-        if worker.stdout is not None:
-            result = msgspec.msgpack.decode(read_message(worker.stdout), type=SpillResult)
-            if result.error:
-                return result.error
-    return f"{error} (exit code {worker.wait()})"
+class LadybugBulkLoader(BulkLoader):
+    """`GraphWriter` that bulk-loads the EMPTY LadybugDB database at `path`; refuses one holding a graph."""
 
-
-def _executor(connection: ladybug.Connection) -> Callable[[str, dict[str, Any] | None], list[dict[str, Any]]]:
-    return lambda cypher, params: run_rows(connection, cypher, params)
+    def __init__(
+        self, path: str | Path, *, spill_every_rows: int = SPILL_EVERY_ROWS, workers: int | None = None
+    ) -> None:
+        self.path = Path(path)
+        super().__init__(
+            LadybugTableSink(self.path),
+            self.path.parent / f"{self.path.name}.spill",
+            spill_every_rows=spill_every_rows,
+            workers=workers,
+        )

@@ -12,8 +12,6 @@ from __future__ import annotations
 import contextlib
 from typing import Final
 
-import pyarrow as pa
-
 from readmodels.graph.cypher_io import Execute
 from readmodels.graph.migrations import applied_at, missing, plan_of
 from readmodels.graph.properties import (
@@ -26,16 +24,6 @@ from readmodels.graph.properties import (
     PROJECTED_RELATION_TYPES,
 )
 from readmodels.graph.protocol import PlannedMigration
-
-ARROW_TYPES: Final[dict[str, pa.DataType]] = {
-    "STRING": pa.string(),
-    "INT64": pa.int64(),
-    "DOUBLE": pa.float64(),
-    "BOOLEAN": pa.bool_(),
-    "STRING[]": pa.list_(pa.string()),
-    "INT64[]": pa.list_(pa.int64()),
-}
-"""The Arrow type that carries each column type into LadybugDB (`LOAD FROM` and `COPY`)."""
 
 
 def _columns(types: dict[str, str], primary_key: str | None = None) -> str:

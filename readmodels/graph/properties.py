@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Final
 
+import pyarrow as pa
+
 EVENT_TYPES: Final[dict[str, str]] = {
     "uid": "STRING",
     "session": "STRING",
@@ -122,3 +124,14 @@ OBSERVATION_TYPES: Final[dict[str, str]] = {
     "ts": "STRING",
 }
 OBSERVATION_TABLES: Final = ("OBSERVED_COMMAND", "OBSERVED_FILE_EDIT", "OBSERVED_TOOL_CALL", "HAS_CHECKPOINT")
+
+
+ARROW_TYPES: Final[dict[str, pa.DataType]] = {
+    "STRING": pa.string(),
+    "INT64": pa.int64(),
+    "DOUBLE": pa.float64(),
+    "BOOLEAN": pa.bool_(),
+    "STRING[]": pa.list_(pa.string()),
+    "INT64[]": pa.list_(pa.int64()),
+}
+"""The Arrow type that carries each column type into LadybugDB (`LOAD FROM` and `COPY`)."""

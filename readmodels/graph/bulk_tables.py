@@ -1,8 +1,8 @@
-"""The tables a bulk load fills with `COPY`, their column layouts, and the rows of a plan for each.
+"""The tables a bulk load fills, their column layouts, and the rows of a plan for each (any backend).
 
-`COPY` maps columns by position, so each target lists its columns in the table's own property order
-(a relationship table's first two are the `from` and `to` primary keys); tests/test_graph_bulk.py checks
-every layout against `CALL table_info`. The rows come from the same builders as the incremental writes.
+LadybugDB's `COPY` maps columns by position, so each target lists its columns in the table's own property
+order (a relationship table's first two are the `from` and `to` primary keys); tests/test_graph_bulk.py
+checks every layout against `CALL table_info`. The rows come from the same builders as the incremental writes.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 
 from readmodels.graph.identity import encode_json, event_uid, typed_label
-from readmodels.graph.ladybug_schema import ARROW_TYPES
 from readmodels.graph.plan import RelationRow, WritePlan
 from readmodels.graph.properties import (
+    ARROW_TYPES,
     CITATION_TYPES,
     EDGE_TYPES,
     ENTITY_KEY_TYPES,
@@ -44,11 +44,6 @@ class CopyTarget(NamedTuple):
     @property
     def schema(self) -> pa.Schema:
         return pa.schema([(name, ARROW_TYPES[kind]) for name, kind in self.columns])
-
-    def copy_statement(self) -> str:
-        """`COPY` from the Arrow table passed as `$rows`."""
-        options = f" (from='{self.pair[0]}', to='{self.pair[1]}')" if self.pair else ""
-        return f"COPY `{self.table}` FROM $rows{options}"
 
 
 def _node(table: str, columns: Mapping[str, str]) -> CopyTarget:
