@@ -10,6 +10,7 @@ from typing import Final
 
 DEFAULT_PARTITIONS: Final = 16
 SYNC_POLICY = re.compile(r"^(always|default|\d+(ms|s|m))$")
+GRAPH_BACKENDS: Final = ("ladybug", "neo4j")
 
 
 def _env_int(name: str, default: int) -> int:
@@ -39,6 +40,12 @@ class Settings:
     replicas: int = 1
     projectors: str = "all"  # which installed projectors the node runs: all, none, or a comma list
     producers: str = "all"  # likewise for producers
+    graph_backend: str = "ladybug"  # where the graph read model lives: embedded LadybugDB or a Neo4j server
+    neo4j_uri: str | None = None
+    neo4j_user: str = "neo4j"
+    neo4j_password: str = field(default="", repr=False)
+    neo4j_database: str = "neo4j"
+    vector_dimensions: int = 384  # width of the Neo4j vector index (see readmodels/graph/neo4j_schema.py)
 
     def __post_init__(self) -> None:
         if not 1 <= self.partitions <= 1024:
@@ -47,6 +54,10 @@ class Settings:
             raise ValueError("replicas: must be between 1 and 5 (JetStream's limit)")
         if not SYNC_POLICY.fullmatch(self.sync):
             raise ValueError("sync: must be 'always', 'default' or a duration like 500ms, 1s, 2m")
+        if self.graph_backend not in GRAPH_BACKENDS:
+            raise ValueError(f"graph_backend: must be one of {', '.join(GRAPH_BACKENDS)}")
+        if self.graph_backend == "neo4j" and not self.neo4j_uri:
+            raise ValueError("neo4j_uri: required when the graph backend is neo4j (set NEO4J_URI)")
 
     @classmethod
     def from_env(cls, data_dir: Path | None = None, nats_url: str | None = None) -> Settings:
@@ -60,6 +71,12 @@ class Settings:
             replicas=_env_int("EVENTLOOM_REPLICAS", 1),
             projectors=os.environ.get("EVENTLOOM_PROJECTORS", "all"),
             producers=os.environ.get("EVENTLOOM_PRODUCERS", "all"),
+            graph_backend=os.environ.get("EVENTLOOM_GRAPH_BACKEND") or "ladybug",
+            neo4j_uri=os.environ.get("NEO4J_URI") or None,
+            neo4j_user=os.environ.get("NEO4J_USER") or "neo4j",
+            neo4j_password=os.environ.get("NEO4J_PASSWORD", ""),
+            neo4j_database=os.environ.get("NEO4J_DATABASE") or "neo4j",
+            vector_dimensions=_env_int("EVENTLOOM_VECTOR_DIMENSIONS", 384),
         )
 
     def to_env(self) -> dict[str, str]:
@@ -72,9 +89,16 @@ class Settings:
             "EVENTLOOM_REPLICAS": str(self.replicas),
             "EVENTLOOM_PROJECTORS": self.projectors,
             "EVENTLOOM_PRODUCERS": self.producers,
+            "EVENTLOOM_GRAPH_BACKEND": self.graph_backend,
+            "NEO4J_USER": self.neo4j_user,
+            "NEO4J_PASSWORD": self.neo4j_password,
+            "NEO4J_DATABASE": self.neo4j_database,
+            "EVENTLOOM_VECTOR_DIMENSIONS": str(self.vector_dimensions),
         }
         if self.nats_url:
             env["EVENTLOOM_NATS_URL"] = self.nats_url
+        if self.neo4j_uri:
+            env["NEO4J_URI"] = self.neo4j_uri
         return env
 
     def enabled(self, kind: str, installed: list[str]) -> list[str]:

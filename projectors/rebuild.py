@@ -57,7 +57,7 @@ async def rebuild(
     total = int((await js.stream_info(log.layout.name)).state.last_seq)
     started = time.perf_counter()
     try:
-        await _replay(log, runner, total, progress)
+        await replay_stream(log, runner, total, progress)
     except BaseException:
         with contextlib.suppress(nats.js.errors.NotFoundError):
             await js.delete_consumer(log.layout.name, consumer)
@@ -80,7 +80,7 @@ async def rebuild(
     )
 
 
-async def _replay(
+async def replay_stream(
     log: EventLog, runner: ProjectorRunner, total: int, progress: Callable[[int, int], None] | None
 ) -> None:
     """Run `runner` until it has applied the stream up to `total`, then stop it (closing its projector)."""

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from eventloom.settings import Settings
+from readmodels.graph import ladybug_schema
 from tests.conftest import run_cli
 
 
@@ -254,4 +255,10 @@ def test_graph_query_rebuild_and_schema_plan(node: Settings) -> None:
     time.sleep(6)  # the node's projector adopts the new generation within its check interval
     assert json.loads(run_cli(node, "graph", "query", count, "--json").stdout)[0]["n"] == 2
     plan = run_cli(node, "schema-plan", "--json")
-    assert plan.returncode == 0 and {m["name"] for m in json.loads(plan.stdout)}
+    assert plan.returncode == 0, plan.stderr
+    listed = json.loads(plan.stdout)
+    assert listed["backend"] == "ladybug"
+    assert [m["name"] for m in listed["migrations"]] == [m.name for m in ladybug_schema.schema_plan()]
+    neo = json.loads(run_cli(node, "schema-plan", "--backend", "neo4j", "--json").stdout)
+    names = [m["name"] for m in neo["migrations"]]
+    assert neo["backend"] == "neo4j" and names[-1] == "0004_entity_vector"  # planned without any Neo4j

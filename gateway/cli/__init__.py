@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from gateway.cli import demo, graph_cmds, keys_cmd, log_cmds, node_cmds, verify_cmd, worker_cmds
+from gateway.cli import (
+    demo,
+    graph_cmds,
+    keys_cmd,
+    log_cmds,
+    node_cmds,
+    rebuild_cmd,
+    schema_cmds,
+    verify_cmd,
+    worker_cmds,
+)
 from gateway.cli.common import make_settings
 
 app = typer.Typer(
@@ -36,6 +46,8 @@ verify_cmd.register(app)
 demo.register(app)
 worker_cmds.register(app)
 graph_cmds.register(app)
+rebuild_cmd.register(app)
+schema_cmds.register(app)
 app.add_typer(keys_cmd.app, name="keys")
 
 

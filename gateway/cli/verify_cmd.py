@@ -37,7 +37,7 @@ def verify(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object")] = False,
 ) -> None:
     settings = settings_of(ctx)
-    trusted = _load_keyring(settings, keyring)
+    trusted = load_keyring(settings, keyring)
     if ledger_only is not None:
         sessions = verify_ledger_dir(ledger_only, trusted, session)
         report = VerifyReport(
@@ -57,7 +57,7 @@ def verify(
         raise typer.Exit(EXIT_FAILED)
 
 
-def _load_keyring(settings: Settings, path: Path | None) -> Keyring:
+def load_keyring(settings: Settings, path: Path | None) -> Keyring:
     if path is None:
         return KeyStore(settings.data_dir).load_keyring()
     exported = msgspec.json.decode(path.read_bytes(), type=dict[str, list[TrustedKey]])

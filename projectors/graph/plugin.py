@@ -1,14 +1,18 @@
-"""The `graph` entry point: the temporal memory graph in LadybugDB under `<data>/readmodels/graph`."""
+"""The `graph` entry point: the temporal memory graph, in LadybugDB under `<data>/readmodels/graph` or,
+with `EVENTLOOM_GRAPH_BACKEND=neo4j`, on the Neo4j server of `NEO4J_URI`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from eventloom.errors import EventloomError
 from projectors.graph.projector import GraphProjector
 from projectors.plugins import PluginContext
 from readmodels.generations import Generations
+from readmodels.graph.backends import neo4j_store
 from readmodels.graph.ladybug import LadybugGraphStore
 from readmodels.graph.ladybug_bulk import LadybugBulkLoader
+from readmodels.graph.neo4j import Neo4jGraphStore
 
 DATABASE = "graph.lbug"
 
@@ -33,8 +37,14 @@ class EmbeddedGraphProjector(GraphProjector[LadybugGraphStore]):
 
 def graph_projector(
     context: PluginContext,
-) -> GraphProjector[LadybugGraphStore] | GraphProjector[LadybugBulkLoader]:
+) -> GraphProjector[LadybugGraphStore] | GraphProjector[LadybugBulkLoader] | GraphProjector[Neo4jGraphStore]:
     """The live projector, or, for `eventloom rebuild` (a new, empty generation), a bulk loader of it."""
+    if context.settings.graph_backend == "neo4j":
+        if context.generation is not None:
+            raise EventloomError(
+                "a Neo4j graph is rebuilt in place: `eventloom rebuild graph --backend neo4j`"
+            )
+        return GraphProjector(neo4j_store(context.settings), name=context.name)
     if context.generation is not None:
         return GraphProjector(LadybugBulkLoader(context.generation / DATABASE), name=context.name)
     return EmbeddedGraphProjector(context)

@@ -81,6 +81,8 @@ class LadybugGraphStore:
         self._write_thread: ThreadPoolExecutor | None = None
         self._read_thread: ThreadPoolExecutor | None = None
         self._typed: set[str] = set()
+        self.migrations_applied: list[str] = []
+        """The migrations the last `open` applied (none when the schema was up to date)."""
         self._open_edges = OpenEdgeCache()  # this store is its database's only writer
         self._is_open = False
         self._lifecycle = asyncio.Lock()
@@ -111,7 +113,7 @@ class LadybugGraphStore:
             checkpoint_threshold=self._checkpoint_threshold,
         )
         self._writer = ladybug.Connection(self._db)
-        apply_migrations(self._write)
+        self.migrations_applied = apply_migrations(self._write)
         self._typed = self._rel_tables()
 
     async def close(self) -> None:

@@ -117,6 +117,8 @@ class Neo4jGraphStore:
         self._connection_timeout_s = connection_timeout_s
         self._retry_time_s = retry_time_s
         self._driver: AsyncDriver | None = None
+        self.migrations_applied: list[str] = []
+        """The migrations the last `open` applied (none when the schema was up to date)."""
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
@@ -132,7 +134,9 @@ class Neo4jGraphStore:
         )
         try:
             await _unavailable_as_error(driver.verify_connectivity(), self.uri)
-            await _unavailable_as_error(apply_migrations(self._auto_commit(driver), self._plan), self.uri)
+            self.migrations_applied = await _unavailable_as_error(
+                apply_migrations(self._auto_commit(driver), self._plan), self.uri
+            )
         except BaseException:
             await driver.close()
             raise
@@ -189,6 +193,15 @@ class Neo4jGraphStore:
         batch = list(projections)
         async with self._session(neo4j.WRITE_ACCESS) as session:
             return await _unavailable_as_error(session.execute_write(_apply_in, projector, batch), self.uri)
+
+    async def run_write(self, cypher: str, params: Mapping[str, Any]) -> list[Row]:
+        """One statement in its own write transaction (bulk loads, maintenance; not part of `GraphStore`)."""
+
+        async def work(tx: AsyncManagedTransaction) -> list[Row]:
+            return await _rows(tx, cypher, params)
+
+        async with self._session(neo4j.WRITE_ACCESS) as session:
+            return await _unavailable_as_error(session.execute_write(work), self.uri)
 
     # -- reads -------------------------------------------------------------------------------------------
 

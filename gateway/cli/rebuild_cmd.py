@@ -1,0 +1,122 @@
+"""`eventloom rebuild`: replay the log into a fresh read model, with a progress bar and a final report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from eventloom.log import EventLog
+from eventloom.settings import Settings
+from gateway.cli.common import EXIT_INVALID, console, fail, print_json, run, settings_of
+from gateway.cli.schema_cmds import Backend, BackendOption, backend_of
+from gateway.cli.verify_cmd import load_keyring
+from projectors.graph.rebuild_neo4j import (
+    Neo4jRebuildReport,
+    rebuild_neo4j_from_ledger,
+    rebuild_neo4j_from_stream,
+)
+from projectors.rebuild import RebuildReport, rebuild
+from readmodels.graph.protocol import GraphStoreError
+
+T = TypeVar("T")
+ProgressFn = Callable[[int, int], None]
+
+
+def register(app: typer.Typer) -> None:
+    app.command(
+        "rebuild",
+        help="Rebuild a read model from the log. LadybugDB: from stream seq 1 into a new generation, swapped "
+        "in atomically. Neo4j (graph only): the database is emptied and bulk-loaded from the stream or a "
+        "verified ledger directory; stop the graph projector that writes it first.",
+    )(rebuild_command)
+
+
+def rebuild_command(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The projector, e.g. graph")],
+    backend: BackendOption = None,
+    from_ledger: Annotated[
+        Path | None,
+        typer.Option("--from-ledger", help="Neo4j: load this JSONL ledger directory (verified first)"),
+    ] = None,
+    keyring: Annotated[
+        Path | None,
+        typer.Option(help="Keyring of trusted public keys for --from-ledger (default: the data dir's)"),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+) -> None:
+    settings = settings_of(ctx)
+    chosen = backend_of(settings, backend)
+    if chosen is Backend.neo4j:
+        if name != "graph":
+            fail(f"--backend neo4j rebuilds the graph only, not {name!r}", EXIT_INVALID)
+        if not settings.neo4j_uri:
+            fail("neo4j_uri: not set (NEO4J_URI; `eventloom dev neo4j` starts a local server)", EXIT_INVALID)
+        neo4j_report = _guarded(_rebuild_neo4j(settings, from_ledger, keyring, show_progress=not as_json))
+        if as_json:
+            print_json(neo4j_report)
+            return
+        done = neo4j_report
+        console.print(
+            f"rebuilt the graph on Neo4j {done.uri} from {done.source}: {done.events} events in "
+            f"{done.seconds:.2f}s ({done.events_per_s:,.0f} events/s)"
+        )
+        return
+    if from_ledger is not None:
+        fail("--from-ledger is for --backend neo4j; an embedded rebuild replays the stream", EXIT_INVALID)
+    report = _guarded(_rebuild(settings, name, show_progress=not as_json))
+    if as_json:
+        print_json(report)
+    else:
+        console.print(
+            f"rebuilt {report.projector} into generation {report.generation}: {report.events} events in "
+            f"{report.seconds:.2f}s ({report.events_per_s:,.0f} events/s); live from stream seq "
+            f"{report.resume_stream_seq}"
+        )
+
+
+def _guarded(coroutine: Coroutine[Any, Any, T]) -> T:
+    try:
+        return run(coroutine)
+    except GraphStoreError as exc:
+        fail(str(exc))
+
+
+async def _with_progress(
+    label: str, show: bool, work: Callable[[ProgressFn | None], Coroutine[Any, Any, T]]
+) -> T:
+    if not show:
+        return await work(None)
+    with Progress(
+        TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console
+    ) as bar:
+        task = bar.add_task(label, total=None)
+        return await work(lambda done, total: bar.update(task, completed=done, total=total))
+
+
+async def _rebuild(settings: Settings, name: str, *, show_progress: bool) -> RebuildReport:
+    async with await EventLog.open(settings, persistent=False) as log:
+        return await _with_progress(
+            f"rebuilding {name}", show_progress, lambda progress: rebuild(log, name, progress=progress)
+        )
+
+
+async def _rebuild_neo4j(
+    settings: Settings, ledger: Path | None, keyring: Path | None, *, show_progress: bool
+) -> Neo4jRebuildReport:
+    label = "rebuilding graph on Neo4j"
+    if ledger is not None:
+        trusted = load_keyring(settings, keyring)
+        return await _with_progress(
+            label,
+            show_progress,
+            lambda progress: rebuild_neo4j_from_ledger(settings, ledger, trusted, progress=progress),
+        )
+    async with await EventLog.open(settings, persistent=False) as log:
+        return await _with_progress(
+            label, show_progress, lambda progress: rebuild_neo4j_from_stream(log, progress=progress)
+        )

@@ -1,0 +1,101 @@
+"""`eventloom schema-plan` and `eventloom schema-apply`: the graph schema's named migrations."""
+
+from __future__ import annotations
+
+import asyncio
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from eventloom.settings import Settings
+from gateway.cli.common import EXIT_FAILED, console, fail, print_json, run, settings_of
+from projectors.graph.plugin import DATABASE
+from readmodels.generations import Generations
+from readmodels.graph import ladybug_schema, neo4j_schema
+from readmodels.graph.backends import neo4j_store
+from readmodels.graph.ladybug import LadybugGraphStore
+from readmodels.graph.protocol import GraphStoreError, PlannedMigration
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON")]
+
+
+class Backend(StrEnum):
+    ladybug = "ladybug"
+    neo4j = "neo4j"
+
+
+BackendOption = Annotated[
+    Backend | None,
+    typer.Option("--backend", help="Graph backend (default: EVENTLOOM_GRAPH_BACKEND, else ladybug)"),
+]
+
+
+def backend_of(settings: Settings, backend: Backend | None) -> Backend:
+    return backend if backend is not None else Backend(settings.graph_backend)
+
+
+def register(app: typer.Typer) -> None:
+    app.command(
+        "schema-plan",
+        help="Print the graph schema migrations (names, checksums, statements); connects to nothing.",
+    )(schema_plan_command)
+    app.command(
+        "schema-apply",
+        help="Apply the missing graph schema migrations; refuses one whose checksum changed.",
+    )(schema_apply_command)
+
+
+def plan_for(settings: Settings, backend: Backend) -> list[PlannedMigration]:
+    if backend is Backend.neo4j:
+        return neo4j_schema.schema_plan(settings.vector_dimensions)
+    return ladybug_schema.schema_plan()
+
+
+def schema_plan_command(
+    ctx: typer.Context, backend: BackendOption = None, as_json: JsonOption = False
+) -> None:
+    settings = settings_of(ctx)
+    chosen = backend_of(settings, backend)
+    plan = plan_for(settings, chosen)
+    if as_json:
+        print_json(
+            {
+                "backend": chosen.value,
+                "migrations": [
+                    {"name": m.name, "checksum": m.checksum, "statements": list(m.statements)} for m in plan
+                ],
+            }
+        )
+        return
+    print(f"-- graph schema for {chosen.value}: {len(plan)} migrations")
+    for migration in plan:
+        print(f"-- {migration.name}  ({migration.statement_count} statements, {migration.checksum})")
+        for statement in migration.statements:
+            print(f"{statement};")
+
+
+def schema_apply_command(
+    ctx: typer.Context, backend: BackendOption = None, as_json: JsonOption = False
+) -> None:
+    settings = settings_of(ctx)
+    chosen = backend_of(settings, backend)
+    try:
+        applied = run(_apply(settings, chosen))
+    except GraphStoreError as exc:
+        fail(str(exc), EXIT_FAILED)
+    if as_json:
+        print_json({"backend": chosen.value, "applied": applied})
+    elif applied:
+        console.print(f"applied {len(applied)} migration(s) on {chosen.value}: {', '.join(applied)}")
+    else:
+        console.print(f"the {chosen.value} graph schema is up to date")
+
+
+async def _apply(settings: Settings, backend: Backend) -> list[str]:
+    if backend is Backend.neo4j:
+        async with neo4j_store(settings) as store:
+            return store.migrations_applied
+    path = await asyncio.to_thread(lambda: Generations(settings.data_dir / "readmodels" / "graph").current())
+    async with LadybugGraphStore(path / DATABASE) as ladybug_store:
+        return ladybug_store.migrations_applied
