@@ -101,7 +101,7 @@ class ProjectorRunner:
         self.ready = asyncio.Event()
 
     async def run(self, stop: asyncio.Event) -> None:
-        await self.projector.open()
+        await self._with_store(self.projector.open)  # a read model that is down at start is waited for
         await self._consumer.open()
         letters = await list_dead_letters(self._client, self.consumer)
         self._dead = {(d.session, d.seq) for d in letters if d.session is not None and d.seq is not None}

@@ -1,0 +1,190 @@
+"""What only the Neo4j backend has: its schema migrations, its bulk loader, and rebuilding it in place
+from the stream or from a verified ledger. The shared behaviour is in the contract suite."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+from eventloom.errors import EventloomError, ReadModelUnavailableError
+from eventloom.keys import KeyStore
+from eventloom.log import EventLog
+from eventloom.settings import Settings
+from projectors.graph.extract import extract
+from projectors.graph.rebuild_neo4j import rebuild_neo4j_from_ledger, rebuild_neo4j_from_stream
+from readmodels.graph.neo4j import Neo4jGraphStore
+from readmodels.graph.neo4j_bulk import Neo4jBulkLoader
+from readmodels.graph.neo4j_schema import schema_plan
+from readmodels.graph.protocol import GraphStoreError, MigrationChecksumError
+from tests.test_graph_rebuild import story
+from tests.test_graph_support import SessionLog, dump, fact, project, work_story
+from tests.test_ledger import caught_up, running_mirror
+
+if TYPE_CHECKING:
+    from readmodels.graph.neo4j_local import Neo4jEndpoint
+
+pytestmark = pytest.mark.anyio
+
+
+def open_store(endpoint: Neo4jEndpoint, **options: int) -> Neo4jGraphStore:
+    return Neo4jGraphStore(endpoint.uri, user=endpoint.user, password=endpoint.password, **options)
+
+
+def changing_story() -> SessionLog:
+    """Versions superseded and invalidated, edges carried, inferred and retracted, sources cited."""
+    log = SessionLog("c1")
+    log.add(
+        "memory.fact.asserted", fact(("auth", "service", "v1"), relations=[("auth", "owned_by", "team-a")])
+    )
+    log.add("memory.fact.asserted", fact(("auth", "service", "v2")))
+    log.add(
+        "inference.edge.generated",
+        {"edge_id": "e1", "source": "auth", "target": "tokens", "relation_type": "depends_on",
+         "confidence": 0.7, "method": "m"},
+    )  # fmt: skip
+    log.add("inference.edge.retracted", {"edge_id": "e1", "reason": "no"})
+    log.add(
+        "document.indexed",
+        {"path": "docs/auth.md", "title": "Auth", "checksum": "sha256:1",
+         "chunks": [{"text": "Tokens refresh early.", "line_start": 3, "line_end": 3}]},
+    )  # fmt: skip
+    log.add("memory.invalidated", {"entity": {"name": "auth", "entity_type": "service"}})
+    return log
+
+
+@pytest.fixture
+async def neo4j_store(neo4j_endpoint: Neo4jEndpoint) -> AsyncIterator[Neo4jGraphStore]:
+    async with open_store(neo4j_endpoint) as store:
+        await store.clear()
+        yield store
+
+
+@pytest.fixture
+def neo4j_settings(settings: Settings, neo4j_endpoint: Neo4jEndpoint) -> Settings:
+    return dataclasses.replace(
+        settings,
+        graph_backend="neo4j",
+        neo4j_uri=neo4j_endpoint.uri,
+        neo4j_user=neo4j_endpoint.user,
+        neo4j_password=neo4j_endpoint.password,
+    )
+
+
+async def test_migrations_are_recorded_and_the_schema_exists(neo4j_store: Neo4jGraphStore) -> None:
+    plan = schema_plan()
+    recorded = await neo4j_store.run_write(
+        "MATCH (m:Migration) RETURN m.name AS name, m.checksum AS checksum, m.statements AS statements, "
+        "m.applied_at AS applied_at ORDER BY name",
+        {},
+    )
+    assert [(r["name"], r["checksum"], r["statements"]) for r in recorded] == [
+        (m.name, m.checksum, m.statement_count) for m in plan
+    ]
+    assert all(r["applied_at"].endswith("Z") for r in recorded)
+    constraints = {r["name"] for r in await neo4j_store.run_write("SHOW CONSTRAINTS YIELD name", {})}
+    assert {"session_id", "event_uid", "entity_uid", "entity_version", "checkpoint_id"} <= constraints
+    indexes = {
+        r["name"]: r for r in await neo4j_store.run_write("SHOW INDEXES YIELD name, type, state, options", {})
+    }
+    assert indexes["entity_text"]["type"] == "FULLTEXT"
+    assert indexes["entity_embedding"]["type"] == "VECTOR"
+    assert indexes["entity_embedding"]["options"]["indexConfig"]["vector.dimensions"] == 384
+    assert indexes["relates_uid"]["type"] == "RANGE"
+    assert all(index["state"] == "ONLINE" for index in indexes.values())
+
+
+async def test_reopening_applies_nothing_and_an_edited_migration_is_refused(
+    neo4j_store: Neo4jGraphStore, neo4j_endpoint: Neo4jEndpoint
+) -> None:
+    async with open_store(neo4j_endpoint) as again:
+        assert again.migrations_applied == []
+    with pytest.raises(MigrationChecksumError, match="0004_entity_vector"):
+        async with open_store(neo4j_endpoint, vector_dimensions=768):  # the same migration, edited
+            pass
+    await neo4j_store.run_write("MATCH (m:Migration {name: '0002_lookup_indexes'}) SET m.checksum = 'x'", {})
+    try:
+        with pytest.raises(MigrationChecksumError, match="0002_lookup_indexes"):
+            async with open_store(neo4j_endpoint):
+                pass
+    finally:
+        plan = {m.name: m.checksum for m in schema_plan()}
+        await neo4j_store.run_write(
+            "MATCH (m:Migration {name: '0002_lookup_indexes'}) SET m.checksum = $c",
+            {"c": plan["0002_lookup_indexes"]},
+        )
+
+
+async def test_bulk_loaded_graph_equals_the_incremental_one(
+    neo4j_store: Neo4jGraphStore, neo4j_endpoint: Neo4jEndpoint
+) -> None:
+    events = work_story().events + changing_story().events
+    await project(neo4j_store, events, batch=3)
+    incremental = {session: await dump(neo4j_store, session) for session in ("s1", "c1")}
+    await neo4j_store.clear()
+    loader = Neo4jBulkLoader(open_store(neo4j_endpoint), workers=2)
+    await loader.open()
+    for start in range(0, len(events), 4):
+        await loader.apply("graph", [extract(event) for event in events[start : start + 4]])
+    await loader.close()
+    assert {session: await dump(neo4j_store, session) for session in ("s1", "c1")} == incremental
+    assert await neo4j_store.applied_seqs("graph", ["s1", "c1"]) == {"s1": 9, "c1": 6}
+    refused = Neo4jBulkLoader(open_store(neo4j_endpoint), workers=1)
+    with pytest.raises(GraphStoreError, match="already holds a graph"):
+        await refused.open()
+
+
+async def test_rebuild_from_the_stream_and_from_the_ledger(
+    log: EventLog, neo4j_settings: Settings, neo4j_store: Neo4jGraphStore
+) -> None:
+    await log.append_many(story("a") + story("b"))
+    async with running_mirror(log):
+        await caught_up(log)
+    async with await EventLog.open(neo4j_settings) as neo4j_log:
+        seen: list[tuple[int, int]] = []
+        report = await rebuild_neo4j_from_stream(neo4j_log, progress=lambda *p: seen.append(p))
+    assert report.events == 14 and report.source == "stream" and seen[-1] == (14, 14)
+    from_stream = {s: await dump(neo4j_store, s) for s in ("a", "b")}
+    assert from_stream["a"]["events"][-1]["seq"] == 7
+    assert await neo4j_store.applied_seqs("graph", ["a", "b"]) == {"a": 7, "b": 7}
+
+    keyring = KeyStore(log.settings.data_dir).load_keyring()
+    report = await rebuild_neo4j_from_ledger(neo4j_settings, log.settings.ledger_dir, keyring)
+    assert report.events == 14 and report.source.startswith("ledger:")
+    assert {s: await dump(neo4j_store, s) for s in ("a", "b")} == from_stream
+
+
+async def test_a_ledger_that_does_not_verify_deletes_nothing(
+    log: EventLog, neo4j_settings: Settings, neo4j_store: Neo4jGraphStore
+) -> None:
+    await log.append_many(story("a"))
+    async with running_mirror(log):
+        await caught_up(log)
+    async with await EventLog.open(neo4j_settings) as neo4j_log:
+        await rebuild_neo4j_from_stream(neo4j_log)
+    before = await dump(neo4j_store, "a")
+    ledger = log.settings.ledger_dir / "a.jsonl"
+    lines = ledger.read_bytes().splitlines(keepends=True)
+    assert b"Refresh early" in lines[2]  # the decision, third event
+    lines[2] = lines[2].replace(b"Refresh early", b"Refresh late!")
+    await asyncio.to_thread(ledger.write_bytes, b"".join(lines))
+    keyring = KeyStore(log.settings.data_dir).load_keyring()
+    with pytest.raises(EventloomError, match="does not verify"):
+        await rebuild_neo4j_from_ledger(neo4j_settings, log.settings.ledger_dir, keyring)
+    assert await dump(neo4j_store, "a") == before
+
+
+def test_schema_plan_needs_a_sane_vector_width() -> None:
+    for bad in (0, -1, 5000):
+        with pytest.raises(ValueError, match="vector_dimensions"):
+            schema_plan(bad)
+    assert "`vector.dimensions`: 1536" in schema_plan(1536)[-1].statements[0]
+
+
+async def test_an_unreachable_server_is_unavailable_not_broken() -> None:
+    store = Neo4jGraphStore("bolt://127.0.0.1:9", password="x", connection_timeout_s=1, retry_time_s=1)
+    with pytest.raises(ReadModelUnavailableError, match="unavailable"):
+        await store.open()
