@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import platform
 import subprocess
+import sys
 import time
+from collections.abc import AsyncIterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -87,3 +91,25 @@ def server_binary_version() -> str:
         )
         return out.stdout.strip().removeprefix("nats-server: ")
     return "unknown"
+
+
+async def load_process(root: Path, nats_url: str, *options: str) -> asyncio.subprocess.Process:
+    """bench/load.py in its own process: the appends (hashing, signing, publishing) stay out of ours."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(Path(__file__).with_name("load.py")),
+        "--data-dir",
+        str(root / "data"),
+        "--nats-url",
+        nats_url,
+        *options,
+        stdout=asyncio.subprocess.PIPE,
+    )
+
+
+async def load_records(process: asyncio.subprocess.Process) -> AsyncIterator[dict[str, Any]]:
+    assert process.stdout is not None
+    async for line in process.stdout:
+        yield msgspec.json.decode(line)
+    if await process.wait() != 0:
+        raise RuntimeError(f"bench/load.py exited with {process.returncode}")

@@ -17,7 +17,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from typing import Any
 import ladybug
 import msgspec
 import pyarrow as pa
-from common import console, machine, progress_bar, server_binary_version
+from common import console, load_process, load_records, machine, progress_bar, server_binary_version
 from load import CHUNK
 
 from eventloom.log import EventLog
@@ -47,28 +46,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--freshness-rate", type=int, default=1000, help="events/s appended while timing")
     parser.add_argument("--json", action="store_true", help="accepted for symmetry: output is always JSON")
     return parser.parse_args(argv)
-
-
-async def load_process(root: Path, nats_url: str, *options: str) -> asyncio.subprocess.Process:
-    """bench/load.py in its own process: the appends (hashing, signing, publishing) stay out of ours."""
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(Path(__file__).with_name("load.py")),
-        "--data-dir",
-        str(root / "data"),
-        "--nats-url",
-        nats_url,
-        *options,
-        stdout=asyncio.subprocess.PIPE,
-    )
-
-
-async def load_records(process: asyncio.subprocess.Process) -> AsyncIterator[dict[str, Any]]:
-    assert process.stdout is not None
-    async for line in process.stdout:
-        yield msgspec.json.decode(line)
-    if await process.wait() != 0:
-        raise RuntimeError(f"bench/load.py exited with {process.returncode}")
 
 
 async def drained(log: EventLog, consumer: str) -> None:
