@@ -15,8 +15,13 @@ from readmodels.graph.cypher_io import Execute
 from readmodels.graph.identity import typed_label
 from readmodels.graph.ladybug import LadybugGraphStore
 from readmodels.graph.ladybug_schema import apply_migrations, schema_plan, typed_rel_ddl
-from readmodels.graph.protocol import MigrationChecksumError, PlannedMigration
+from readmodels.graph.protocol import GraphStore, MigrationChecksumError, PlannedMigration
+from tests import test_graph_support as support
 from tests.test_graph_support import work_story
+
+backend = support.backend  # the doc's queries run on every backend
+fresh_store = support.fresh_store
+graph_store = support.graph_store
 
 pytestmark = pytest.mark.anyio
 
@@ -157,7 +162,11 @@ def test_typed_relationship_ddl_only_takes_validated_labels() -> None:
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "graph-schema.md"
 DOC_QUERIES = re.findall(r"^```cypher\n(.*?)^```", DOC.read_text(encoding="utf-8"), re.MULTILINE | re.DOTALL)
+DOC_NEO4J_QUERIES = re.findall(
+    r"^```cypher-neo4j\n(.*?)^```", DOC.read_text(encoding="utf-8"), re.MULTILINE | re.DOTALL
+)
 DOC_PARAMS: dict[str, Any] = {
+    "text": "torn",
     "session": "s1",
     "name": "task-17",
     "entity_type": "task",
@@ -167,7 +176,7 @@ DOC_PARAMS: dict[str, Any] = {
 }
 
 
-async def test_every_inspection_query_in_the_docs_runs(tmp_path: Path) -> None:
+async def test_every_inspection_query_in_the_docs_runs(graph_store: GraphStore, backend: str) -> None:
     assert len(DOC_QUERIES) >= 8
     log = work_story()
     log.add(
@@ -175,11 +184,17 @@ async def test_every_inspection_query_in_the_docs_runs(tmp_path: Path) -> None:
         {"source": "task-17", "target": "dec-9", "relation_type": "likely_implemented_decision",
          "confidence": 0.86, "method": "task_completed_decision_citation_v1"},
     )  # fmt: skip
-    async with LadybugGraphStore(tmp_path / "g.lbug") as store:
-        await store.apply("graph", [extract(event) for event in log.events])
-        results = []
-        for query in DOC_QUERIES:
-            params = {name: DOC_PARAMS[name] for name in re.findall(r"\$(\w+)", query)}
-            results.append(await store.query(query, params))
+    await graph_store.apply("graph", [extract(event) for event in log.events])
+    results = []
+    for query in DOC_QUERIES:
+        params = {name: DOC_PARAMS[name] for name in re.findall(r"\$(\w+)", query)}
+        # the one difference the doc names
+        statement = query.replace("label(o)", "type(o)") if backend == "neo4j" else query
+        results.append(await graph_store.query(statement, params))
     assert all(results[i] for i in (0, 1, 2, 3, 4, 5, 6, 8, 9))  # each shows something on this story
     assert results[7] == []  # the hash chain is intact
+    if backend == "neo4j":
+        assert len(DOC_NEO4J_QUERIES) == 2
+        found, indexes = [await graph_store.query(query, {"text": "torn"}) for query in DOC_NEO4J_QUERIES]
+        assert found[0]["name"] == "task-17"  # "Repair torn lines"
+        assert {"entity_text", "entity_embedding"} <= {row["name"] for row in indexes}
