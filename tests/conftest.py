@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -15,6 +16,13 @@ import pytest
 from eventloom.bus.embedded import nats_server_binary, server_config
 from eventloom.log import EventLog
 from eventloom.settings import Settings
+from readmodels.graph.neo4j_local import (
+    LocalNeo4j,
+    Neo4jEndpoint,
+    Neo4jUnavailable,
+    missing_tools,
+    provision_neo4j,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -112,3 +120,35 @@ def run_cli(
         cwd=REPO,
         check=False,
     )
+
+
+_neo4j_skipped: list[str] = []
+
+
+@pytest.fixture(scope="session")
+def neo4j_endpoint() -> Iterator[Neo4jEndpoint]:
+    """A real Neo4j for the whole run: NEO4J_URI, else testcontainers, else a local server (see
+    readmodels/graph/neo4j_local); the tests that need it are skipped, loudly, when none can be had."""
+    with contextlib.ExitStack() as stack:
+        try:
+            endpoint = stack.enter_context(provision_neo4j())
+        except Neo4jUnavailable as exc:
+            _neo4j_skipped.append(str(exc))
+            pytest.skip(f"NEO4J TESTS SKIPPED: {exc}")
+        yield endpoint
+
+
+@pytest.fixture
+def neo4j_restartable() -> Iterator[LocalNeo4j]:
+    """A local Neo4j of the test's own, to stop, kill and start again (same port, same data)."""
+    missing = missing_tools()
+    if missing is not None:
+        _neo4j_skipped.append(missing)
+        pytest.skip(f"NEO4J TESTS SKIPPED: {missing}")
+    with LocalNeo4j() as server:
+        yield server
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for reason in dict.fromkeys(_neo4j_skipped):
+        terminalreporter.write_line(f"NEO4J TESTS SKIPPED: {reason}", yellow=True, bold=True)
