@@ -9,6 +9,7 @@ import typer
 
 from gateway.cli import (
     demo,
+    dev_cmds,
     graph_cmds,
     keys_cmd,
     log_cmds,
@@ -47,6 +48,7 @@ demo.register(app)
 worker_cmds.register(app)
 graph_cmds.register(app)
 rebuild_cmd.register(app)
+dev_cmds.register(app)
 schema_cmds.register(app)
 app.add_typer(keys_cmd.app, name="keys")
 
