@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -18,6 +18,7 @@ from eventloom.settings import Settings
 from projectors.graph.extract import extract
 from projectors.graph.projector import GraphProjector
 from projectors.graph.rebuild_neo4j import rebuild_neo4j_from_ledger, rebuild_neo4j_from_stream
+from readmodels.graph import neo4j as neo4j_module
 from readmodels.graph.neo4j import Neo4jGraphStore
 from readmodels.graph.neo4j_bulk import Neo4jBulkLoader
 from readmodels.graph.neo4j_schema import schema_plan
@@ -233,3 +234,42 @@ async def test_neo4j_down_mid_stream_pauses_the_projector_and_it_resumes_to_a_cl
         async with await EventLog.open(rebuilt_settings) as rebuild_log:
             await rebuild_neo4j_from_stream(rebuild_log)
         assert {s: await dump(store, s) for s in ("a", "b")} == recovered
+
+
+@pytest.mark.slow
+async def test_a_batch_cut_off_by_a_connection_reset_is_retried_and_applied_once(
+    neo4j_restartable: LocalNeo4j, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neo4j dies in the middle of a batch's transaction and comes back: the driver retries the whole
+    transaction with backoff, the caller never sees an error, and the batch is applied once."""
+    endpoint = neo4j_restartable.endpoint
+    store = Neo4jGraphStore(endpoint.uri, user=endpoint.user, password=endpoint.password, retry_time_s=120)
+    log = work_story()
+    attempts = 0
+    mid_batch = asyncio.Event()
+    real_step = neo4j_module._run_step
+
+    async def step(tx: Any, write: Any) -> None:
+        nonlocal attempts
+        if write.statement.startswith("MERGE (s:Session"):
+            attempts += 1
+            if attempts == 1:
+                mid_batch.set()
+                await asyncio.sleep(3)  # Neo4j is killed meanwhile: this transaction is cut off
+        await real_step(tx, write)
+
+    async with store:
+        await project(store, log.events[:4])
+        monkeypatch.setattr(neo4j_module, "_run_step", step)
+        batch = asyncio.create_task(store.apply("graph", [extract(e) for e in log.events[4:]]))
+        await asyncio.wait_for(mid_batch.wait(), 30)
+        await asyncio.to_thread(neo4j_restartable.kill)
+        await asyncio.sleep(4)  # the retries fail while it is down
+        await asyncio.to_thread(neo4j_restartable.start)
+        assert await asyncio.wait_for(batch, 120) == len(log.events) - 4
+        assert attempts >= 2
+        monkeypatch.undo()
+        applied = await dump(store, "s1")
+        await store.clear()
+        await project(store, log.events)
+        assert applied == await dump(store, "s1")
