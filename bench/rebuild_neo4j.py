@@ -23,13 +23,14 @@ import msgspec
 import neo4j
 from common import console, load_process, load_records, machine, progress_bar, server_binary_version
 from load import CHUNK
-from readmodels.graph.neo4j_local import Neo4jEndpoint, provision_neo4j
+from rich.progress import TaskID
 
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.node_process import NodeProcess
 from projectors.graph.rebuild_neo4j import rebuild_neo4j_from_stream
 from readmodels.graph.neo4j import Neo4jGraphStore
+from readmodels.graph.neo4j_local import Neo4jEndpoint, provision_neo4j
 
 RAW_BATCH = 10_000
 
@@ -121,10 +122,14 @@ async def bench(args: argparse.Namespace, root: Path, endpoint: Neo4jEndpoint) -
         console.print("rebuilding the graph on Neo4j from the stream")
         async with await EventLog.open(settings, persistent=False) as log:
             with progress_bar() as progress:
-                task = progress.add_task("rebuild (neo4j)", total=total, rate="")
-                report = await rebuild_neo4j_from_stream(
-                    log, progress=lambda done, all_: progress.update(task, completed=done, total=all_)
-                )
+                tasks: dict[str, TaskID] = {}
+
+                def update(phase: str, done: int, all_: int) -> None:
+                    if phase not in tasks:
+                        tasks[phase] = progress.add_task(f"rebuild: {phase}", total=all_, rate="")
+                    progress.update(tasks[phase], completed=done, total=all_)
+
+                report = await rebuild_neo4j_from_stream(log, progress=update)
     finally:
         node.stop()
     async with Neo4jGraphStore(endpoint.uri, user=endpoint.user, password=endpoint.password) as store:

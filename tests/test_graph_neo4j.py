@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from readmodels.graph.neo4j import Neo4jGraphStore
 from readmodels.graph.neo4j_bulk import Neo4jBulkLoader
 from readmodels.graph.neo4j_schema import schema_plan
 from readmodels.graph.protocol import GraphStoreError, MigrationChecksumError
+from tests.conftest import run_cli
 from tests.runtime_support import drained, running
 from tests.test_graph_rebuild import story
 from tests.test_graph_support import SessionLog, dump, fact, project, work_story
@@ -150,9 +152,12 @@ async def test_rebuild_from_the_stream_and_from_the_ledger(
     async with running_mirror(log):
         await caught_up(log)
     async with await EventLog.open(neo4j_settings) as neo4j_log:
-        seen: list[tuple[int, int]] = []
-        report = await rebuild_neo4j_from_stream(neo4j_log, progress=lambda *p: seen.append(p))
-    assert report.events == 14 and report.source == "stream" and seen[-1] == (14, 14)
+        seen: dict[str, tuple[int, int]] = {}
+        report = await rebuild_neo4j_from_stream(
+            neo4j_log, progress=lambda phase, done, total: seen.update({phase: (done, total)})
+        )
+    assert report.events == 14 and report.source == "stream" and seen["replay"] == (14, 14)
+    assert seen["load"][0] == seen["load"][1] > 14  # rows: nodes and relationships
     from_stream = {s: await dump(neo4j_store, s) for s in ("a", "b")}
     assert from_stream["a"]["events"][-1]["seq"] == 7
     assert await neo4j_store.applied_seqs("graph", ["a", "b"]) == {"a": 7, "b": 7}
@@ -273,3 +278,32 @@ async def test_a_batch_cut_off_by_a_connection_reset_is_retried_and_applied_once
         await store.clear()
         await project(store, log.events)
         assert applied == await dump(store, "s1")
+
+
+async def test_the_cli_applies_the_schema_and_rebuilds_from_the_stream_and_the_ledger(
+    log: EventLog,
+    neo4j_store: Neo4jGraphStore,
+    neo4j_endpoint: Neo4jEndpoint,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    await log.append_many(story("a"))
+    async with running_mirror(log):
+        await caught_up(log)
+    for name, value in neo4j_endpoint.environment().items():
+        monkeypatch.setenv(name, value)
+    applied = await asyncio.to_thread(run_cli, log.settings, "schema-apply", "--backend", "neo4j", "--json")
+    assert applied.returncode == 0, applied.stderr
+    assert json.loads(applied.stdout) == {"backend": "neo4j", "applied": []}  # opening the store did it
+    for source in ([], ["--from-ledger", str(log.settings.ledger_dir)]):
+        done = await asyncio.to_thread(
+            run_cli, log.settings, "rebuild", "graph", "--backend", "neo4j", "--json", *source
+        )
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout)
+        assert report["events"] == 7 and report["source"] == ("ledger:" if source else "stream") + (
+            str(log.settings.ledger_dir) if source else ""
+        )
+        assert [event.seq for event in await neo4j_store.events("a")] == list(range(1, 8))
+    monkeypatch.delenv("NEO4J_URI")
+    refused = await asyncio.to_thread(run_cli, log.settings, "rebuild", "graph", "--backend", "neo4j")
+    assert refused.returncode == 2 and "NEO4J_URI" in refused.stderr

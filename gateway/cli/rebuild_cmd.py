@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from eventloom.log import EventLog
 from eventloom.settings import Settings
@@ -16,6 +16,7 @@ from gateway.cli.schema_cmds import Backend, BackendOption, backend_of
 from gateway.cli.verify_cmd import load_keyring
 from projectors.graph.rebuild_neo4j import (
     Neo4jRebuildReport,
+    PhasedProgress,
     rebuild_neo4j_from_ledger,
     rebuild_neo4j_from_stream,
 )
@@ -98,6 +99,25 @@ async def _with_progress(
         return await work(lambda done, total: bar.update(task, completed=done, total=total))
 
 
+async def _with_phases(show: bool, work: Callable[[PhasedProgress | None], Coroutine[Any, Any, T]]) -> T:
+    """A bar per phase of a Neo4j rebuild: replaying the log (events), then loading Neo4j (rows)."""
+    if not show:
+        return await work(None)
+    labels = {"replay": "replaying the log", "load": "loading into Neo4j (rows)"}
+    with Progress(
+        TextColumn("{task.description:<26}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        console=console,
+    ) as bar:  # fmt: skip
+        tasks: dict[str, TaskID] = {}
+
+        def update(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(labels.get(phase, phase), total=total)
+            bar.update(tasks[phase], completed=done, total=total)
+
+        return await work(update)
+
+
 async def _rebuild(settings: Settings, name: str, *, show_progress: bool) -> RebuildReport:
     async with await EventLog.open(settings, persistent=False) as log:
         return await _with_progress(
@@ -108,15 +128,13 @@ async def _rebuild(settings: Settings, name: str, *, show_progress: bool) -> Reb
 async def _rebuild_neo4j(
     settings: Settings, ledger: Path | None, keyring: Path | None, *, show_progress: bool
 ) -> Neo4jRebuildReport:
-    label = "rebuilding graph on Neo4j"
     if ledger is not None:
         trusted = load_keyring(settings, keyring)
-        return await _with_progress(
-            label,
+        return await _with_phases(
             show_progress,
             lambda progress: rebuild_neo4j_from_ledger(settings, ledger, trusted, progress=progress),
         )
     async with await EventLog.open(settings, persistent=False) as log:
-        return await _with_progress(
-            label, show_progress, lambda progress: rebuild_neo4j_from_stream(log, progress=progress)
+        return await _with_phases(
+            show_progress, lambda progress: rebuild_neo4j_from_stream(log, progress=progress)
         )

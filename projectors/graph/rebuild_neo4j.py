@@ -34,7 +34,8 @@ from readmodels.graph.neo4j_bulk import Neo4jBulkLoader
 
 BATCH: Final = 5000
 CONSUMER: Final = "rebuild-graph-neo4j"
-Progress = Callable[[int, int], None]
+PhasedProgress = Callable[[str, int, int], None]
+"""`progress(phase, done, total)`: phase "replay" counts events, phase "load" counts rows written."""
 
 
 class Neo4jRebuildReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -47,11 +48,16 @@ class Neo4jRebuildReport(msgspec.Struct, frozen=True, kw_only=True):
     events_per_s: float
 
 
-async def _emptied(settings: Settings, projector: str) -> GraphProjector[Neo4jBulkLoader]:
+async def _emptied(
+    settings: Settings, projector: str, progress: PhasedProgress | None
+) -> GraphProjector[Neo4jBulkLoader]:
     """The database emptied (schema kept, migrations applied), and a bulk-loading projector for it."""
     async with neo4j_store(settings) as store:
         await store.clear()
-    return GraphProjector(Neo4jBulkLoader(neo4j_store(settings)), name=projector)
+    loader = Neo4jBulkLoader(neo4j_store(settings))
+    if progress is not None:
+        loader.load_progress = lambda done, total: progress("load", done, total)
+    return GraphProjector(loader, name=projector)
 
 
 def _report(settings: Settings, source: str, events: int, started: float) -> Neo4jRebuildReport:
@@ -68,14 +74,14 @@ def _report(settings: Settings, source: str, events: int, started: float) -> Neo
 
 
 async def rebuild_neo4j_from_stream(
-    log: EventLog, *, projector: str = "graph", progress: Progress | None = None
+    log: EventLog, *, projector: str = "graph", progress: PhasedProgress | None = None
 ) -> Neo4jRebuildReport:
     """Replay the stream from sequence 1 into the emptied Neo4j database."""
     started = time.perf_counter()
     js = log.client.jetstream()
     with contextlib.suppress(nats.js.errors.NotFoundError):  # left by an interrupted rebuild: start over
         await js.delete_consumer(log.layout.name, CONSUMER)
-    graph = await _emptied(log.settings, projector)
+    graph = await _emptied(log.settings, projector, progress)
     runner = ProjectorRunner(
         log.client,
         log.layout,
@@ -86,7 +92,8 @@ async def rebuild_neo4j_from_stream(
     )
     total = int((await js.stream_info(log.layout.name)).state.last_seq)
     try:
-        await replay_stream(log, runner, total, progress)
+        replayed = None if progress is None else (lambda done, all_: progress("replay", done, all_))
+        await replay_stream(log, runner, total, replayed)
     finally:
         with contextlib.suppress(nats.js.errors.NotFoundError):
             await js.delete_consumer(log.layout.name, CONSUMER)
@@ -99,7 +106,7 @@ async def rebuild_neo4j_from_ledger(
     keyring: Keyring,
     *,
     projector: str = "graph",
-    progress: Progress | None = None,
+    progress: PhasedProgress | None = None,
 ) -> Neo4jRebuildReport:
     """Verify the ledger directory, then load it, session by session, into the emptied database."""
     started = time.perf_counter()
@@ -110,7 +117,7 @@ async def rebuild_neo4j_from_ledger(
     if not reports:
         raise EventloomError(f"no ledger files in {ledger_dir}")
     total = sum(report.ledger_events or 0 for report in reports)
-    graph = await _emptied(settings, projector)
+    graph = await _emptied(settings, projector, progress)
     await graph.open()
     done = 0
     try:
@@ -119,7 +126,7 @@ async def rebuild_neo4j_from_ledger(
             await graph.apply(batch)
             done += len(batch)
             if progress is not None:
-                progress(done, total)
+                progress("replay", done, total)
     finally:
         await graph.close()
     return _report(settings, f"ledger:{ledger_dir}", done, started)

@@ -34,6 +34,7 @@ from readmodels.graph.protocol import GraphStoreError
 T = TypeVar("T")
 WORKER_MODULE = "readmodels.graph.bulk_worker"
 SpilledFiles = dict[CopyTarget, list[str]]
+LoadProgress = Callable[[int, int], None]
 SPILL_EVERY_ROWS = 20_000
 """Resolved rows held in memory before the finished ones are spilled to disk."""
 
@@ -48,8 +49,10 @@ class TableSink(Protocol):
         """Connect and apply the schema; `GraphStoreError` if the store already holds a graph."""
         ...
 
-    async def load(self, files: SpilledFiles) -> None:
-        """Load every table from its Arrow IPC files: node tables first, checkpoints last."""
+    async def load(self, files: SpilledFiles, progress: LoadProgress | None = None) -> None:
+        """Load every table from its Arrow IPC files: node tables first, checkpoints last.
+
+        `progress(rows_loaded, rows_total)`, when given, is called as the load advances."""
         ...
 
     async def close(self) -> None: ...
@@ -67,6 +70,8 @@ class BulkLoader:
         workers: int | None = None,
     ) -> None:
         self.sink = sink
+        self.load_progress: LoadProgress | None = None
+        """Called with (rows loaded, rows in all) while `close` loads the resolved tables."""
         self._spill_dir = spill_dir
         self._spill_every = spill_every_rows
         self._worker_count = workers or max(1, min(os.cpu_count() or 1, 8))
@@ -113,7 +118,7 @@ class BulkLoader:
                 await self._settle()
             results = await self._run(self._finish_workers)
             if self._failed is None:
-                await self.sink.load(_files(results))
+                await self.sink.load(_files(results), self.load_progress)
         finally:
             try:
                 await self.sink.close()

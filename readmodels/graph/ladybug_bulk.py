@@ -15,7 +15,7 @@ from pathlib import Path
 import ladybug
 import pyarrow as pa
 
-from readmodels.graph.bulk_loader import SPILL_EVERY_ROWS, BulkLoader, SpilledFiles
+from readmodels.graph.bulk_loader import SPILL_EVERY_ROWS, BulkLoader, LoadProgress, SpilledFiles
 from readmodels.graph.bulk_tables import CopyTarget, copy_order
 from readmodels.graph.ladybug import DEFAULT_CHECKPOINT_THRESHOLD, run_rows
 from readmodels.graph.ladybug_schema import apply_migrations, typed_rel_ddl
@@ -50,8 +50,8 @@ class LadybugTableSink:
         finally:
             connection.close()
 
-    async def load(self, files: SpilledFiles) -> None:
-        await asyncio.to_thread(self._load_sync, files)
+    async def load(self, files: SpilledFiles, progress: LoadProgress | None = None) -> None:
+        await asyncio.to_thread(self._load_sync, files)  # a few large COPYs: not worth reporting
 
     def _load_sync(self, files: SpilledFiles) -> None:
         assert self._db is not None

