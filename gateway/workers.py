@@ -32,9 +32,17 @@ async def run_projector(log: EventLog, name: str, partitions: list[int] | None, 
     if not isinstance(projector, GraphProjector):
         await runner.run(stop)
         return
+    async def serve_once_open() -> None:  # a query before the store is open would only get an error
+        waits = [asyncio.create_task(runner.ready.wait()), asyncio.create_task(stop.wait())]
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for wait in waits:
+            wait.cancel()
+        if not stop.is_set():
+            await serve_cypher(log.client, lambda: projector.store, stop)
+
     async with asyncio.TaskGroup() as group:
         group.create_task(runner.run(stop))
-        group.create_task(serve_cypher(log.client, lambda: projector.store, stop))
+        group.create_task(serve_once_open())
 
 
 def producer_runner(log: EventLog, names: list[str], partitions: list[int] | None) -> ProjectorRunner:

@@ -4,11 +4,14 @@ from the stream or from a verified ledger. The shared behaviour is in the contra
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import nats.errors
 import pytest
 
 from eventloom.dlq import list_dead_letters
@@ -16,6 +19,7 @@ from eventloom.errors import EventloomError, ReadModelUnavailableError
 from eventloom.keys import KeyStore
 from eventloom.log import EventLog
 from eventloom.settings import Settings
+from gateway.node_process import NodeProcess
 from projectors.graph.extract import extract
 from projectors.graph.projector import GraphProjector
 from projectors.graph.rebuild_neo4j import rebuild_neo4j_from_ledger, rebuild_neo4j_from_stream
@@ -24,6 +28,7 @@ from readmodels.graph.neo4j import Neo4jGraphStore
 from readmodels.graph.neo4j_bulk import Neo4jBulkLoader
 from readmodels.graph.neo4j_schema import schema_plan
 from readmodels.graph.protocol import GraphStoreError, MigrationChecksumError
+from readmodels.graph.service import ask_cypher
 from tests.conftest import run_cli
 from tests.runtime_support import drained, running
 from tests.test_graph_rebuild import story
@@ -307,3 +312,33 @@ async def test_the_cli_applies_the_schema_and_rebuilds_from_the_stream_and_the_l
     monkeypatch.delenv("NEO4J_URI")
     refused = await asyncio.to_thread(run_cli, log.settings, "rebuild", "graph", "--backend", "neo4j")
     assert refused.returncode == 2 and "NEO4J_URI" in refused.stderr
+
+
+@pytest.mark.slow
+async def test_a_node_with_the_neo4j_backend_projects_into_neo4j_and_answers_graph_queries(
+    tmp_path: Path, neo4j_endpoint: Neo4jEndpoint, neo4j_store: Neo4jGraphStore
+) -> None:
+    settings = Settings(
+        data_dir=tmp_path / "node",
+        producers="none",
+        graph_backend="neo4j",
+        neo4j_uri=neo4j_endpoint.uri,
+        neo4j_user=neo4j_endpoint.user,
+        neo4j_password=neo4j_endpoint.password,
+    )
+    node = NodeProcess(settings)
+    info = await asyncio.to_thread(node.start)
+    try:
+        async with await EventLog.open(dataclasses.replace(settings, nats_url=info.nats_url)) as log:
+            await log.append_many(story("n"))
+            count = "MATCH (e:Event) WHERE e.session = 'n' RETURN count(e) AS n"
+            for _ in range(300):
+                with contextlib.suppress(nats.errors.NoRespondersError):
+                    if (await ask_cypher(log.client, count))[0]["n"] == 7:
+                        break
+                await asyncio.sleep(0.1)
+            assert (await ask_cypher(log.client, count))[0]["n"] == 7  # answered by the node, from Neo4j
+        assert [event.seq for event in await neo4j_store.events("n")] == list(range(1, 8))
+        assert await neo4j_store.applied_seqs("graph", ["n"]) == {"n": 7}
+    finally:
+        await asyncio.to_thread(node.stop)

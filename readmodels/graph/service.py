@@ -16,6 +16,7 @@ import nats.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
+from eventloom.errors import ReadModelUnavailableError
 from readmodels.graph.protocol import GraphStore, GraphStoreError
 
 CYPHER_SUBJECT: Final = "eventloom.q.graph.cypher"
@@ -41,7 +42,12 @@ async def serve_cypher(client: Client, store: Callable[[], GraphStore], stop: as
             if len(request.cypher) > MAX_QUERY_CHARS:
                 raise GraphStoreError(f"cypher: longer than {MAX_QUERY_CHARS} characters")
             reply = CypherReply(rows=await store().query(request.cypher, request.params))
-        except (msgspec.DecodeError, msgspec.ValidationError, GraphStoreError) as exc:
+        except (
+            msgspec.DecodeError,
+            msgspec.ValidationError,
+            GraphStoreError,
+            ReadModelUnavailableError,
+        ) as exc:
             reply = CypherReply(error=str(exc))
         await message.respond(msgspec.json.encode(reply))
 
