@@ -32,6 +32,7 @@ async def run_projector(log: EventLog, name: str, partitions: list[int] | None, 
     if not isinstance(projector, GraphProjector):
         await runner.run(stop)
         return
+
     async def serve_once_open() -> None:  # a query before the store is open would only get an error
         waits = [asyncio.create_task(runner.ready.wait()), asyncio.create_task(stop.wait())]
         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
