@@ -17,6 +17,8 @@ from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
 
+from eventloom.event import citation
+
 SNAKE_CASE: Final = re.compile(r"^[a-z][a-z0-9_]*$")
 MAX_TYPE_LENGTH: Final = 128
 _RFC3339: Final = re.compile(
@@ -115,7 +117,7 @@ class SpineEvent(msgspec.Struct, gc=False, frozen=True, kw_only=True):
 
     @property
     def citation(self) -> str:
-        return f"eventloom://{self.session}/events/{self.seq}#{self.hash[:12]}"
+        return citation(self.session, self.seq, self.hash)
 
 
 class EntityRef(msgspec.Struct, gc=False, frozen=True):

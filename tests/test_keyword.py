@@ -1,0 +1,150 @@
+"""The keyword read model: documents extracted from events, BM25 in SQLite FTS5, exactly once, rebuildable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eventloom.appender import AppendRequest
+from eventloom.log import EventLog
+from eventloom.settings import Settings
+from projectors.keyword.extract import keyword_docs
+from projectors.keyword.plugin import KeywordProjector
+from projectors.plugins import load_projector
+from projectors.rebuild import rebuild
+from readmodels.keyword import sqlite_fts
+from readmodels.keyword.sqlite_fts import SqliteKeywordStore, match_expression
+from tests.runtime_support import drained, running
+from tests.test_graph_support import SessionLog, fact, ts
+
+pytestmark = pytest.mark.anyio
+
+
+def story() -> SessionLog:
+    log = SessionLog("k1")
+    log.add(
+        "transcript.turn",
+        {"role": "user", "speaker": "Maya", "text": "Our token refresh keeps failing at midnight"},
+    )
+    log.add(
+        "document.indexed",
+        {
+            "path": "docs/auth.md",
+            "title": "Auth",
+            "content": "# Auth\n\nTokens are refreshed five minutes early.\n",
+            "chunks": [{"text": "Tokens are refreshed five minutes early.", "line_start": 3, "line_end": 3}],
+        },
+    )
+    log.add(
+        "decision.made",
+        {"decision_id": "d1", "title": "Refresh early", "rationale": "clock skew at midnight"},
+    )
+    log.add(
+        "command.completed", {"command": "pytest tests/auth", "exit_code": 1, "output": "FAILED test_refresh"}
+    )
+    log.add("memory.fact.asserted", fact(("auth-service", "service", "Issues and refreshes OAuth tokens")))
+    log.add("goal.created", {"goal_id": "g1", "title": "Ship login"})
+    return log
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> Any:
+    async with SqliteKeywordStore(tmp_path / "keyword.sqlite") as opened:
+        yield opened
+
+
+def test_free_text_becomes_quoted_words_only() -> None:
+    assert (
+        match_expression('token NEAR("x" OR y) AND -z*')
+        == '"token" OR "near" OR "x" OR "or" OR "y" OR "and" OR "z"'
+    )
+    assert match_expression("  ;; ") is None
+
+
+@pytest.mark.parametrize(
+    ("index", "expected"),
+    [
+        (0, {("entity", "Maya", None), ("turn", "Maya", None)}),
+        (1, {("entity", "docs/auth.md", None), ("source", "docs/auth.md", 1), ("source", "docs/auth.md", 3)}),
+        (2, {("entity", "d1", None), ("decision", "Refresh early", None)}),
+        (3, {("entity", "pytest tests/auth", None), ("command", "pytest tests/auth", None)}),
+        (4, {("entity", "auth-service", None), ("event", "memory.fact.asserted", None)}),
+        (5, {("entity", "g1", None), ("event", "goal.created", None)}),
+    ],
+)
+def test_each_event_contributes_its_documents(index: int, expected: set[tuple[str, str, int | None]]) -> None:
+    event = story().events[index]
+    docs = keyword_docs(event).docs
+    assert {(doc.kind, doc.title, doc.line_start) for doc in docs} == expected
+    assert all(
+        (doc.session, doc.seq, doc.event_hash, doc.ts) == (event.session, event.seq, event.hash, event.ts)
+        for doc in docs
+    )
+
+
+async def test_bm25_ranks_stems_and_cites(store: SqliteKeywordStore) -> None:
+    log = story()
+    assert await store.apply("keyword", [keyword_docs(e) for e in log.events]) == len(log.events)
+    hits = await store.search("why does refreshing fail at midnight")
+    assert hits[0].doc.kind == "turn"  # "refresh", "fail" (stemmed) and "midnight": the most matches
+    assert {hit.doc.kind for hit in hits} >= {"turn", "decision", "source", "entity"}
+    assert all(hit.score > 0 for hit in hits) and hits == sorted(hits, key=lambda h: -h.score)
+    assert hits[0].citation == f"eventloom://k1/events/1#{log.events[0].hash[:12]}"
+    source = next(hit for hit in hits if hit.doc.kind == "source")
+    assert (source.doc.path, source.doc.line_start, source.doc.line_end) == ("docs/auth.md", 3, 3)
+
+
+async def test_filters_by_session_time_and_kind(store: SqliteKeywordStore) -> None:
+    log = story()
+    other = SessionLog("k2")
+    other.add("transcript.turn", {"role": "user", "text": "refresh the dashboard"})
+    await store.apply("keyword", [keyword_docs(e) for e in log.events + other.events])
+    assert {hit.doc.session for hit in await store.search("refresh")} == {"k1", "k2"}
+    assert {hit.doc.session for hit in await store.search("refresh", session="k2")} == {"k2"}
+    early = await store.search("refresh", session="k1", as_of=ts(2))
+    assert {(hit.doc.seq, hit.doc.kind) for hit in early} == {(1, "turn"), (2, "source")}
+    assert {hit.doc.kind for hit in await store.search("refresh", kinds=["decision"])} == {"decision"}
+    assert await store.search("nothing-like-this") == []
+
+
+async def test_each_event_is_indexed_once_and_a_failed_batch_writes_nothing(
+    store: SqliteKeywordStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = story()
+    batch = [keyword_docs(e) for e in log.events]
+    await store.apply("keyword", batch[:3])
+    assert await store.apply("keyword", batch) == len(batch) - 3  # overlapping: only what is new
+    assert await store.apply("keyword", batch) == 0
+    assert len(await store.search("midnight", limit=50)) == 2
+    assert await store.applied_seqs("keyword", ["k1", "k9"]) == {"k1": len(batch)}
+
+    more = SessionLog("k3")
+    more.add("transcript.turn", {"role": "user", "text": "midnight again"})
+    monkeypatch.setattr(sqlite_fts, "_UPSERT_CHECKPOINT", "INSERT INTO nowhere VALUES (?, ?, ?, ?)")
+    with pytest.raises(Exception, match="nowhere"):
+        await store.apply("keyword", [keyword_docs(e) for e in more.events])
+    assert len(await store.search("midnight", limit=50)) == 2  # the document was rolled back with it
+    assert await store.applied_seqs("keyword", ["k3"]) == {}
+
+
+async def test_the_keyword_projector_runs_and_rebuilds(log: EventLog, settings: Settings) -> None:
+    requests = [
+        AppendRequest(session="r1", type=e.type, actor="agent", payload=e.payload) for e in story().events
+    ]
+    await log.append_many(requests)
+    projector = load_projector("keyword", settings)
+    assert isinstance(projector, KeywordProjector)
+    async with running(log, projector) as runner:
+        await drained(log, runner.consumer)
+        live = await projector.store.search("midnight refresh")
+        assert {hit.doc.kind for hit in live} >= {"turn", "decision"}
+        report = await rebuild(log, "keyword")
+        assert report.generation == 2 and report.events == len(requests)
+    async with SqliteKeywordStore(
+        settings.data_dir / "readmodels" / "keyword" / "gen-2" / "keyword.sqlite"
+    ) as store:
+        assert [(h.doc.seq, h.doc.kind, h.score) for h in await store.search("midnight refresh")] == [
+            (h.doc.seq, h.doc.kind, h.score) for h in live
+        ]
