@@ -14,7 +14,7 @@ from projectors.keyword.extract import keyword_docs
 from projectors.keyword.plugin import KeywordProjector
 from projectors.plugins import load_projector
 from projectors.rebuild import rebuild
-from readmodels.keyword import sqlite_fts
+from readmodels import sqlite_db
 from readmodels.keyword.sqlite_fts import SqliteKeywordStore, match_expression
 from tests.runtime_support import drained, running
 from tests.test_graph_support import SessionLog, fact, ts
@@ -122,7 +122,7 @@ async def test_each_event_is_indexed_once_and_a_failed_batch_writes_nothing(
 
     more = SessionLog("k3")
     more.add("transcript.turn", {"role": "user", "text": "midnight again"})
-    monkeypatch.setattr(sqlite_fts, "_UPSERT_CHECKPOINT", "INSERT INTO nowhere VALUES (?, ?, ?, ?)")
+    monkeypatch.setattr(sqlite_db, "_UPSERT_CHECKPOINT", "INSERT INTO nowhere VALUES (?, ?, ?, ?)")
     with pytest.raises(Exception, match="nowhere"):
         await store.apply("keyword", [keyword_docs(e) for e in more.events])
     assert len(await store.search("midnight", limit=50)) == 2  # the document was rolled back with it

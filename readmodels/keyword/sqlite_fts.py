@@ -1,33 +1,35 @@
 """`SqliteKeywordStore`: the embedded keyword read model, SQLite FTS5 with BM25 ranking.
 
 SQLite ships with Python, FTS5 ranks with BM25 out of the box, and its Porter stemmer matches "refresh",
-"refreshes" and "refreshing" alike. One file per generation; one writer thread and one reader thread, each
-with its own connection (WAL mode: readers see the last commit while a batch is written). A batch and its
-checkpoints are one transaction.
+"refreshes" and "refreshing" alike. One file per generation (`readmodels.sqlite_db.SqliteDb`); a batch and
+its checkpoints are one transaction.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import re
 import sqlite3
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 from eventloom.event import citation
 from readmodels.keyword.protocol import DocKind, EventDocs, KeywordDoc, KeywordHit
+from readmodels.sqlite_db import (
+    CHECKPOINTS_TABLE,
+    SqliteDb,
+    marks,
+    read_checkpoints,
+    save_checkpoints,
+    unapplied,
+)
 
-T = TypeVar("T")
 _WORD: Final = re.compile(r"\w+", re.UNICODE)
 MAX_QUERY_WORDS: Final = 32
 TITLE_WEIGHT: Final = 2.0
 """BM25 weight of the title column (entity names, document titles) against the body text's 1.0."""
 
 _SCHEMA: Final = (
-    "PRAGMA journal_mode=WAL",
     "CREATE TABLE IF NOT EXISTS docs (id INTEGER PRIMARY KEY, session TEXT NOT NULL, seq INTEGER NOT NULL, "
     "event_hash TEXT NOT NULL, event_type TEXT NOT NULL, ts TEXT NOT NULL, kind TEXT NOT NULL, "
     "title TEXT NOT NULL, text TEXT NOT NULL, entity_name TEXT, entity_type TEXT, path TEXT, "
@@ -35,8 +37,7 @@ _SCHEMA: Final = (
     "CREATE INDEX IF NOT EXISTS docs_session_seq ON docs(session, seq)",
     "CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(title, text, content='docs', content_rowid='id', "
     "tokenize='porter unicode61')",
-    "CREATE TABLE IF NOT EXISTS checkpoints (projector TEXT NOT NULL, session TEXT NOT NULL, "
-    "seq INTEGER NOT NULL, event_hash TEXT NOT NULL, PRIMARY KEY (projector, session))",
+    CHECKPOINTS_TABLE,
 )
 _DOC_COLUMNS: Final = (
     "session",
@@ -53,25 +54,13 @@ _DOC_COLUMNS: Final = (
     "line_start",
     "line_end",
 )
-
-
-# Statements below are built from these constant names and `?` placeholders only, never from input.
-_INSERT_DOC: Final = (
-    f"INSERT INTO docs ({', '.join(_DOC_COLUMNS)}) VALUES ({', '.join('?' for _ in _DOC_COLUMNS)})"  # noqa: S608
-)
+# Statements are built from these constant names and `?` placeholders only, never from input.
+_INSERT_DOC: Final = f"INSERT INTO docs ({', '.join(_DOC_COLUMNS)}) VALUES ({marks(len(_DOC_COLUMNS))})"  # noqa: S608
 _SELECT_HITS: Final = (
     f"SELECT {', '.join('d.' + name for name in _DOC_COLUMNS)}, "  # noqa: S608
     f"-bm25(docs_fts, {TITLE_WEIGHT}, 1.0) AS score FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid WHERE "
 )
 _ORDER_HITS: Final = "ORDER BY score DESC, d.session, d.seq, d.id LIMIT ?"
-_UPSERT_CHECKPOINT: Final = (
-    "INSERT INTO checkpoints (projector, session, seq, event_hash) VALUES (?, ?, ?, ?) ON CONFLICT "
-    "(projector, session) DO UPDATE SET seq = excluded.seq, event_hash = excluded.event_hash"
-)
-
-
-def _marks(count: int) -> str:
-    return ", ".join("?" for _ in range(count))
 
 
 def match_expression(text: str) -> str | None:
@@ -85,40 +74,13 @@ class SqliteKeywordStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._writer: sqlite3.Connection | None = None
-        self._reader: sqlite3.Connection | None = None
-        self._write_thread: ThreadPoolExecutor | None = None
-        self._read_thread: ThreadPoolExecutor | None = None
+        self._db = SqliteDb(self.path, _SCHEMA)
 
     async def open(self) -> None:
-        if self._write_thread is not None:
-            return
-        self._write_thread = ThreadPoolExecutor(1, thread_name_prefix="keyword-write")
-        self._read_thread = ThreadPoolExecutor(1, thread_name_prefix="keyword-read")
-        await self._in(self._write_thread, self._open_writer)
-        await self._in(self._read_thread, self._open_reader)
-
-    def _open_writer(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        for statement in _SCHEMA:
-            self._writer.execute(statement)
-
-    def _open_reader(self) -> None:
-        self._reader = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        await self._db.open()
 
     async def close(self) -> None:
-        for pool, attribute in ((self._read_thread, "_reader"), (self._write_thread, "_writer")):
-            if pool is not None:
-                await self._in(pool, functools.partial(self._close_connection, attribute))
-                pool.shutdown(wait=False)
-        self._read_thread = self._write_thread = None
-
-    def _close_connection(self, attribute: str) -> None:
-        connection = getattr(self, attribute)
-        if connection is not None:
-            connection.close()
-            setattr(self, attribute, None)
+        await self._db.close()
 
     async def __aenter__(self) -> SqliteKeywordStore:
         await self.open()
@@ -127,60 +89,13 @@ class SqliteKeywordStore:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _in(self, pool: ThreadPoolExecutor | None, fn: Callable[[], T]) -> T:
-        if pool is None:
-            raise RuntimeError("the keyword store is not open")
-        return await asyncio.get_running_loop().run_in_executor(pool, fn)
-
-    # -- writes ------------------------------------------------------------------------------------------
-
     async def applied_seqs(self, projector: str, sessions: Sequence[str]) -> dict[str, int]:
-        wanted = list(dict.fromkeys(sessions))
-        return await self._in(
-            self._read_thread, lambda: _checkpoints(self._connection("_reader"), projector, wanted)
-        )
+        return await self._db.read(lambda db: read_checkpoints(db, projector, sessions))
 
     async def apply(self, projector: str, batch: Sequence[EventDocs]) -> int:
         if not batch:
             return 0
-        events = list(batch)
-        return await self._in(self._write_thread, lambda: self._apply_sync(projector, events))
-
-    def _connection(self, attribute: str) -> sqlite3.Connection:
-        connection = getattr(self, attribute)
-        if connection is None:
-            raise RuntimeError("the keyword store is not open")
-        assert isinstance(connection, sqlite3.Connection)
-        return connection
-
-    def _apply_sync(self, projector: str, events: list[EventDocs]) -> int:
-        db = self._connection("_writer")
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            applied = _checkpoints(db, projector, list(dict.fromkeys(e.session for e in events)))
-            todo = []
-            for event in events:
-                if event.seq > applied.get(event.session, 0):
-                    applied[event.session] = event.seq
-                    todo.append(event)
-            for doc in (doc for event in todo for doc in event.docs):
-                cursor = db.execute(_INSERT_DOC, tuple(getattr(doc, name) for name in _DOC_COLUMNS))
-                db.execute(
-                    "INSERT INTO docs_fts (rowid, title, text) VALUES (?, ?, ?)",
-                    (cursor.lastrowid, doc.title, doc.text),
-                )
-            last = {event.session: event for event in todo}
-            db.executemany(
-                _UPSERT_CHECKPOINT,
-                [(projector, session, event.seq, event.event_hash) for session, event in last.items()],
-            )
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        return len(todo)
-
-    # -- reads -------------------------------------------------------------------------------------------
+        return await self._db.write(lambda db: _index(db, projector, batch))
 
     async def search(
         self,
@@ -203,29 +118,27 @@ class SqliteKeywordStore:
             conditions.append("d.ts <= ?")
             params.append(as_of)
         if kinds:
-            conditions.append(f"d.kind IN ({_marks(len(kinds))})")
+            conditions.append(f"d.kind IN ({marks(len(kinds))})")
             params.extend(kinds)
         statement = f"{_SELECT_HITS}{' AND '.join(conditions)} {_ORDER_HITS}"
         params.append(limit)
-        rows = await self._in(
-            self._read_thread, lambda: self._connection("_reader").execute(statement, params).fetchall()
-        )
+        rows = await self._db.read(lambda db: db.execute(statement, params).fetchall())
         return [_hit(row) for row in rows]
 
 
-def _checkpoints(db: sqlite3.Connection, projector: str, sessions: list[str]) -> dict[str, int]:
-    if not sessions:
-        return {}
-    rows = db.execute(
-        f"SELECT session, seq FROM checkpoints WHERE projector = ? AND session IN ({_marks(len(sessions))})",  # noqa: S608
-        [projector, *sessions],
-    ).fetchall()
-    return {str(session): int(seq) for session, seq in rows}
+def _index(db: sqlite3.Connection, projector: str, batch: Sequence[EventDocs]) -> int:
+    todo = unapplied(db, projector, batch)
+    for doc in (doc for event in todo for doc in event.docs):
+        cursor = db.execute(_INSERT_DOC, tuple(getattr(doc, name) for name in _DOC_COLUMNS))
+        db.execute(
+            "INSERT INTO docs_fts (rowid, title, text) VALUES (?, ?, ?)",
+            (cursor.lastrowid, doc.title, doc.text),
+        )
+    save_checkpoints(db, projector, todo)
+    return len(todo)
 
 
 def _hit(row: tuple[Any, ...]) -> KeywordHit:
-    fields = dict(zip(_DOC_COLUMNS, row[: len(_DOC_COLUMNS)], strict=True))
-    doc = KeywordDoc(**fields)
-    return KeywordHit(
-        doc=doc, score=round(float(row[-1]), 6), citation=citation(doc.session, doc.seq, doc.event_hash)
-    )
+    doc = KeywordDoc(**dict(zip(_DOC_COLUMNS, row[: len(_DOC_COLUMNS)], strict=True)))
+    cited = citation(doc.session, doc.seq, doc.event_hash)
+    return KeywordHit(doc=doc, score=round(float(row[-1]), 6), citation=cited)

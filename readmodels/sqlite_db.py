@@ -1,0 +1,152 @@
+"""`SqliteDb`: an embedded read model's SQLite file, used off the event loop.
+
+One writer thread and one reader thread, each with its own connection. WAL mode lets readers see the last
+commit while a batch is being written. `write` runs a function in one transaction (`BEGIN IMMEDIATE`):
+it commits whole or not at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Final, Protocol, TypeVar
+
+T = TypeVar("T")
+
+
+class SqliteDb:
+    def __init__(self, path: Path, schema: Sequence[str]) -> None:
+        self.path = path
+        self._schema = schema
+        self._writer: sqlite3.Connection | None = None
+        self._reader: sqlite3.Connection | None = None
+        self._write_thread: ThreadPoolExecutor | None = None
+        self._read_thread: ThreadPoolExecutor | None = None
+
+    async def open(self) -> None:
+        if self._write_thread is not None:
+            return
+        self._write_thread = ThreadPoolExecutor(1, thread_name_prefix=f"sqlite-write-{self.path.stem}")
+        self._read_thread = ThreadPoolExecutor(1, thread_name_prefix=f"sqlite-read-{self.path.stem}")
+        await self._run(self._write_thread, self._open_writer)
+        await self._run(self._read_thread, self._open_reader)
+
+    def _open_writer(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._writer = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._writer.execute("PRAGMA journal_mode=WAL")
+        for statement in self._schema:
+            self._writer.execute(statement)
+
+    def _open_reader(self) -> None:
+        self._reader = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+
+    async def close(self) -> None:
+        if self._read_thread is not None:
+            await self._run(self._read_thread, lambda: _close(self._reader))
+            self._read_thread.shutdown(wait=False)
+        if self._write_thread is not None:
+            await self._run(self._write_thread, lambda: _close(self._writer))
+            self._write_thread.shutdown(wait=False)
+        self._reader = self._writer = None
+        self._read_thread = self._write_thread = None
+
+    async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """`fn(connection)` in one write transaction, in the writer thread."""
+
+        def transaction() -> T:
+            db = _open(self._writer)
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(db)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            return result
+
+        return await self._run(self._write_thread, transaction)
+
+    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """`fn(connection)` in the reader thread (sees the last committed state)."""
+        return await self._run(self._read_thread, lambda: fn(_open(self._reader)))
+
+    async def _run(self, pool: ThreadPoolExecutor | None, fn: Callable[[], T]) -> T:
+        if pool is None:
+            raise RuntimeError(f"{self.path} is not open")
+        return await asyncio.get_running_loop().run_in_executor(pool, fn)
+
+
+def _open(connection: sqlite3.Connection | None) -> sqlite3.Connection:
+    if connection is None:
+        raise RuntimeError("the database is not open")
+    return connection
+
+
+def _close(connection: sqlite3.Connection | None) -> None:
+    if connection is not None:
+        connection.close()
+
+
+def marks(count: int) -> str:
+    """`?, ?, ...`: placeholders for `count` parameters."""
+    return ", ".join("?" for _ in range(count))
+
+
+CHECKPOINTS_TABLE: Final = (
+    "CREATE TABLE IF NOT EXISTS checkpoints (projector TEXT NOT NULL, session TEXT NOT NULL, "
+    "seq INTEGER NOT NULL, event_hash TEXT NOT NULL, PRIMARY KEY (projector, session))"
+)
+_UPSERT_CHECKPOINT: Final = (
+    "INSERT INTO checkpoints (projector, session, seq, event_hash) VALUES (?, ?, ?, ?) ON CONFLICT "
+    "(projector, session) DO UPDATE SET seq = excluded.seq, event_hash = excluded.event_hash"
+)
+
+
+class Applied(Protocol):
+    """What a batch item needs for exactly-once: its event's place in the log."""
+
+    @property
+    def session(self) -> str: ...
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def event_hash(self) -> str: ...
+
+
+A = TypeVar("A", bound=Applied)
+
+
+def read_checkpoints(db: sqlite3.Connection, projector: str, sessions: Sequence[str]) -> dict[str, int]:
+    wanted = list(dict.fromkeys(sessions))
+    if not wanted:
+        return {}
+    rows = db.execute(
+        f"SELECT session, seq FROM checkpoints WHERE projector = ? AND session IN ({marks(len(wanted))})",  # noqa: S608
+        [projector, *wanted],
+    ).fetchall()
+    return {str(session): int(seq) for session, seq in rows}
+
+
+def unapplied(db: sqlite3.Connection, projector: str, batch: Sequence[A]) -> list[A]:
+    """The items of `batch` past the checkpoint, in order (inside the batch's write transaction)."""
+    applied = read_checkpoints(db, projector, [item.session for item in batch])
+    todo = []
+    for item in batch:
+        if item.seq > applied.get(item.session, 0):
+            applied[item.session] = item.seq
+            todo.append(item)
+    return todo
+
+
+def save_checkpoints(db: sqlite3.Connection, projector: str, applied: Sequence[Applied]) -> None:
+    last = {item.session: item for item in applied}
+    db.executemany(
+        _UPSERT_CHECKPOINT,
+        [(projector, session, item.seq, item.event_hash) for session, item in last.items()],
+    )
