@@ -18,9 +18,10 @@ T = TypeVar("T")
 
 
 class SqliteDb:
-    def __init__(self, path: Path, schema: Sequence[str]) -> None:
+    def __init__(self, path: Path, schema: Sequence[str], *, read_only: bool = False) -> None:
         self.path = path
         self._schema = schema
+        self._read_only = read_only  # another process writes it: open no writer, change no schema
         self._writer: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
         self._write_thread: ThreadPoolExecutor | None = None
@@ -31,7 +32,8 @@ class SqliteDb:
             return
         self._write_thread = ThreadPoolExecutor(1, thread_name_prefix=f"sqlite-write-{self.path.stem}")
         self._read_thread = ThreadPoolExecutor(1, thread_name_prefix=f"sqlite-read-{self.path.stem}")
-        await self._run(self._write_thread, self._open_writer)
+        if not self._read_only:
+            await self._run(self._write_thread, self._open_writer)
         await self._run(self._read_thread, self._open_reader)
 
     def _open_writer(self) -> None:

@@ -13,6 +13,7 @@ from gateway.cli import (
     graph_cmds,
     keys_cmd,
     log_cmds,
+    memory_cmds,
     node_cmds,
     rebuild_cmd,
     schema_cmds,
@@ -49,6 +50,7 @@ worker_cmds.register(app)
 graph_cmds.register(app)
 rebuild_cmd.register(app)
 dev_cmds.register(app)
+memory_cmds.register(app)
 schema_cmds.register(app)
 app.add_typer(keys_cmd.app, name="keys")
 

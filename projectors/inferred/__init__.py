@@ -1,0 +1,1 @@
+"""The inferred-edge projector: the audit view of inferred and causal edges (see `extract`)."""
