@@ -128,8 +128,12 @@ async def test_graceful_stop_finishes_and_acknowledges_the_batch_in_hand(
     async with running(log, load_projector("type-counts", settings)) as runner:
         while runner.stats.applied == 0:
             await asyncio.sleep(0.01)
-    info = await log.client.jetstream().consumer_info(log.layout.name, runner.consumer)
-    assert info.num_ack_pending == 0
+    js = log.client.jetstream()
+    for _ in range(100):  # the server books acks asynchronously: give it a moment
+        if not (await js.consumer_info(log.layout.name, runner.consumer)).num_ack_pending:
+            break
+        await asyncio.sleep(0.05)
+    assert (await js.consumer_info(log.layout.name, runner.consumer)).num_ack_pending == 0
     assert sum(counts(settings).values()) == runner.stats.applied
 
 
