@@ -1,0 +1,101 @@
+"""Embedders: text to unit vectors, each vector tagged with the embedder, its version and its width.
+
+Vectors of different tags are never compared: a tag names a vector space. Built in: `hash`, deterministic
+and dependency-free (below). Others are plug-ins: an entry point in the group `eventloom.embedders` whose
+object, called with `dimensions` (or `None` for the embedder's own width), returns an `Embedder`.
+
+The `hash` embedder (version 1) is feature hashing over words and word pairs:
+
+1. Lower-case the text and split it into words (`\\w+`, Unicode).
+2. Features are every word (weight 1.0) and every pair of adjacent words joined by a space (weight 0.5).
+3. For each feature, `h` = the first 8 bytes of BLAKE2b(feature, UTF-8), as a big-endian unsigned integer;
+   add `weight` (if the top bit of `h` is 0) or `-weight` (if it is 1) to component `h mod dimensions`.
+4. Divide by the Euclidean norm (a text without words stays the zero vector).
+
+Texts sharing words (and word order) point the same way, so cosine similarity is a lexical-overlap
+score that needs no model; it is the baseline, and the only embedder guaranteed on every machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+from collections.abc import Sequence
+from importlib.metadata import entry_points
+from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+EMBEDDERS_GROUP: Final = "eventloom.embedders"
+DEFAULT_DIMENSIONS: Final = 384
+MAX_DIMENSIONS: Final = 4096
+_WORD: Final = re.compile(r"\w+", re.UNICODE)
+Vectors: TypeAlias = npt.NDArray[np.float32]
+
+
+class EmbedderError(Exception):
+    """An embedder could not be found or made."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str
+    version: str
+    dimensions: int
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """One row per text, `dimensions` wide, each of unit length (or zero for an empty text)."""
+        ...
+
+
+def tag(embedder: Embedder) -> str:
+    """The vector space an embedder's vectors live in: `name@version/dimensions`."""
+    return f"{embedder.name}@{embedder.version}/{embedder.dimensions}"
+
+
+def _check_dimensions(dimensions: int) -> int:
+    if not isinstance(dimensions, int) or not 8 <= dimensions <= MAX_DIMENSIONS:
+        raise EmbedderError(f"dimensions: expected an integer from 8 to {MAX_DIMENSIONS}, got {dimensions!r}")
+    return dimensions
+
+
+class HashEmbedder:
+    """Feature hashing of words and word pairs (see the module's documentation for the exact algorithm)."""
+
+    name = "hash"
+    version = "1"
+
+    def __init__(self, dimensions: int | None = None) -> None:
+        self.dimensions = _check_dimensions(DEFAULT_DIMENSIONS if dimensions is None else dimensions)
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        vectors = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        for row, text in enumerate(texts):
+            words = _WORD.findall(text.lower())
+            features = [(word, 1.0) for word in words]
+            features += [(f"{a} {b}", 0.5) for a, b in itertools.pairwise(words)]
+            for feature, weight in features:
+                h = int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "big")
+                vectors[row, h % self.dimensions] += -weight if h >> 63 else weight
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        np.divide(vectors, norms, out=vectors, where=norms > 0)
+        return vectors
+
+
+def available_embedders() -> list[str]:
+    return sorted(entry.name for entry in entry_points(group=EMBEDDERS_GROUP))
+
+
+def load_embedder(name: str, dimensions: int | None = None) -> Embedder:
+    """The embedder registered as `name` (`hash` is built in), at `dimensions` when it supports a choice."""
+    entries = {entry.name: entry for entry in entry_points(group=EMBEDDERS_GROUP)}
+    entry = entries.get(name)
+    if entry is None:
+        raise EmbedderError(f"no embedder named {name!r} (available: {', '.join(sorted(entries)) or 'none'})")
+    factory: Any = entry.load()
+    embedder = factory(dimensions)
+    if not isinstance(embedder, Embedder):
+        raise EmbedderError(f"embedder {name!r}: its entry point did not return an Embedder")
+    return embedder

@@ -1,0 +1,62 @@
+"""Embedders: the dependency-free `hash` embedder, tags, and plug-in discovery through entry points."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from readmodels.vector.embedders import (
+    Embedder,
+    EmbedderError,
+    HashEmbedder,
+    available_embedders,
+    load_embedder,
+    tag,
+)
+
+
+def test_hash_vectors_are_deterministic_unit_vectors_tagged_with_their_space() -> None:
+    embedder = HashEmbedder()
+    first, again = embedder.embed(["Tokens refresh early"]), HashEmbedder().embed(["Tokens refresh early"])
+    assert first.dtype == np.float32 and first.shape == (1, 384)
+    assert np.array_equal(first, again)
+    assert np.isclose(np.linalg.norm(first[0]), 1.0)
+    assert not embedder.embed(["  ...  "]).any()  # no words: the zero vector
+    assert tag(embedder) == "hash@1/384" and tag(HashEmbedder(64)) == "hash@1/64"
+    assert isinstance(embedder, Embedder)
+
+
+def test_the_documented_algorithm_is_what_runs() -> None:
+    """Step by step as the module's documentation states it, for one word and one pair."""
+    dims = 64
+    expected = np.zeros(dims)
+    for feature, weight in (("tokens", 1.0), ("refresh", 1.0), ("tokens refresh", 0.5)):
+        h = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "big")
+        expected[h % dims] += -weight if h >> 63 else weight
+    expected /= np.linalg.norm(expected)
+    assert np.allclose(HashEmbedder(dims).embed(["Tokens, refresh!"])[0], expected, atol=1e-6)
+
+
+def test_shared_words_and_order_make_texts_closer() -> None:
+    query, near, reordered, far = HashEmbedder().embed(
+        [
+            "why do tokens expire at midnight",
+            "tokens expire at midnight",
+            "midnight at expire tokens",
+            "ship the login page",
+        ]
+    )
+    assert float(query @ near) > float(query @ reordered) > float(query @ far)
+
+
+def test_embedders_are_found_through_entry_points() -> None:
+    assert "hash" in available_embedders()
+    loaded = load_embedder("hash", 128)
+    assert isinstance(loaded, HashEmbedder) and loaded.dimensions == 128
+    with pytest.raises(EmbedderError, match="no embedder named 'nope'"):
+        load_embedder("nope")
+    for bad in (0, 4, 100_000):
+        with pytest.raises(EmbedderError, match="dimensions"):
+            HashEmbedder(bad)
