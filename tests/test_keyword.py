@@ -10,7 +10,7 @@ import pytest
 from eventloom.appender import AppendRequest
 from eventloom.log import EventLog
 from eventloom.settings import Settings
-from projectors.keyword.extract import keyword_docs
+from projectors.documents import memory_docs
 from projectors.keyword.plugin import KeywordProjector
 from projectors.plugins import load_projector
 from projectors.rebuild import rebuild
@@ -76,7 +76,7 @@ def test_free_text_becomes_quoted_words_only() -> None:
 )
 def test_each_event_contributes_its_documents(index: int, expected: set[tuple[str, str, int | None]]) -> None:
     event = story().events[index]
-    docs = keyword_docs(event).docs
+    docs = memory_docs(event).docs
     assert {(doc.kind, doc.title, doc.line_start) for doc in docs} == expected
     assert all(
         (doc.session, doc.seq, doc.event_hash, doc.ts) == (event.session, event.seq, event.hash, event.ts)
@@ -86,7 +86,7 @@ def test_each_event_contributes_its_documents(index: int, expected: set[tuple[st
 
 async def test_bm25_ranks_stems_and_cites(store: SqliteKeywordStore) -> None:
     log = story()
-    assert await store.apply("keyword", [keyword_docs(e) for e in log.events]) == len(log.events)
+    assert await store.apply("keyword", [memory_docs(e) for e in log.events]) == len(log.events)
     hits = await store.search("why does refreshing fail at midnight")
     assert hits[0].doc.kind == "turn"  # "refresh", "fail" (stemmed) and "midnight": the most matches
     assert {hit.doc.kind for hit in hits} >= {"turn", "decision", "source", "entity"}
@@ -100,7 +100,7 @@ async def test_filters_by_session_time_and_kind(store: SqliteKeywordStore) -> No
     log = story()
     other = SessionLog("k2")
     other.add("transcript.turn", {"role": "user", "text": "refresh the dashboard"})
-    await store.apply("keyword", [keyword_docs(e) for e in log.events + other.events])
+    await store.apply("keyword", [memory_docs(e) for e in log.events + other.events])
     assert {hit.doc.session for hit in await store.search("refresh")} == {"k1", "k2"}
     assert {hit.doc.session for hit in await store.search("refresh", session="k2")} == {"k2"}
     early = await store.search("refresh", session="k1", as_of=ts(2))
@@ -113,7 +113,7 @@ async def test_each_event_is_indexed_once_and_a_failed_batch_writes_nothing(
     store: SqliteKeywordStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log = story()
-    batch = [keyword_docs(e) for e in log.events]
+    batch = [memory_docs(e) for e in log.events]
     await store.apply("keyword", batch[:3])
     assert await store.apply("keyword", batch) == len(batch) - 3  # overlapping: only what is new
     assert await store.apply("keyword", batch) == 0
@@ -124,7 +124,7 @@ async def test_each_event_is_indexed_once_and_a_failed_batch_writes_nothing(
     more.add("transcript.turn", {"role": "user", "text": "midnight again"})
     monkeypatch.setattr(sqlite_db, "_UPSERT_CHECKPOINT", "INSERT INTO nowhere VALUES (?, ?, ?, ?)")
     with pytest.raises(Exception, match="nowhere"):
-        await store.apply("keyword", [keyword_docs(e) for e in more.events])
+        await store.apply("keyword", [memory_docs(e) for e in more.events])
     assert len(await store.search("midnight", limit=50)) == 2  # the document was rolled back with it
     assert await store.applied_seqs("keyword", ["k3"]) == {}
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from eventloom.event import Event
-from projectors.keyword.extract import keyword_docs
+from projectors.documents import memory_docs
 from projectors.plugins import PluginContext
 from readmodels.generations import Generations
 from readmodels.keyword.sqlite_fts import SqliteKeywordStore
@@ -42,7 +42,7 @@ class KeywordProjector:
         return await self.store.applied_seqs(self.name, sessions)
 
     async def apply(self, events: Sequence[Event]) -> None:
-        await self.store.apply(self.name, [keyword_docs(event) for event in events])
+        await self.store.apply(self.name, [memory_docs(event) for event in events])
 
     async def close(self) -> None:
         await self.store.close()

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from eventloom.event import citation
-from readmodels.keyword.protocol import DocKind, EventDocs, KeywordDoc, KeywordHit
+from readmodels.documents import DocKind, EventDocs, MemoryDoc
+from readmodels.keyword.protocol import KeywordHit
 from readmodels.sqlite_db import (
     CHECKPOINTS_TABLE,
     SqliteDb,
@@ -139,6 +140,6 @@ def _index(db: sqlite3.Connection, projector: str, batch: Sequence[EventDocs]) -
 
 
 def _hit(row: tuple[Any, ...]) -> KeywordHit:
-    doc = KeywordDoc(**dict(zip(_DOC_COLUMNS, row[: len(_DOC_COLUMNS)], strict=True)))
+    doc = MemoryDoc(**dict(zip(_DOC_COLUMNS, row[: len(_DOC_COLUMNS)], strict=True)))
     cited = citation(doc.session, doc.seq, doc.event_hash)
     return KeywordHit(doc=doc, score=round(float(row[-1]), 6), citation=cited)

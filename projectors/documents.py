@@ -1,4 +1,4 @@
-"""Keyword documents of an event: pure, like graph extraction, and built on it.
+"""The memory documents of an event (keyword and vector models): pure, built on graph extraction.
 
 From the graph extraction come the entities an event asserts (name and summary) and the source spans it
 cites with their text (document chunks, with line ranges). From the payload comes the event's own verbatim
@@ -14,8 +14,8 @@ from typing import Any, Final
 
 from eventloom.event import Event
 from projectors.graph.extract import extract
+from readmodels.documents import DocKind, EventDocs, MemoryDoc
 from readmodels.graph.model import EntityAssertion, SourceCitation
-from readmodels.keyword.protocol import DocKind, EventDocs, KeywordDoc
 
 MAX_TEXT_CHARS: Final = 20_000
 """A document's text is cut here: BM25 gains nothing from more, and the index stays small."""
@@ -58,7 +58,7 @@ _VERBATIM: Final[dict[str, tuple[DocKind, Verbatim]]] = {
 }
 
 
-def keyword_docs(event: Event) -> EventDocs:
+def memory_docs(event: Event) -> EventDocs:
     """Every document `event` contributes (entities, cited spans, its own text)."""
     projection = extract(event)
     spine = projection.event
@@ -69,11 +69,11 @@ def keyword_docs(event: Event) -> EventDocs:
         "event_type": event.type,
         "ts": event.ts,
     }
-    docs: list[KeywordDoc] = []
+    docs: list[MemoryDoc] = []
     for op in projection.ops:
         if isinstance(op, EntityAssertion):
             docs.append(
-                KeywordDoc(
+                MemoryDoc(
                     **common,
                     kind="entity",
                     title=op.name,
@@ -84,7 +84,7 @@ def keyword_docs(event: Event) -> EventDocs:
             )
         elif isinstance(op, SourceCitation) and op.text:
             docs.append(
-                KeywordDoc(
+                MemoryDoc(
                     **common,
                     kind="source",
                     title=op.path,
@@ -98,7 +98,7 @@ def keyword_docs(event: Event) -> EventDocs:
     if verbatim is not None:
         kind, fields = verbatim
         title, text = fields(event.payload)
-        docs.append(KeywordDoc(**common, kind=kind, title=title, text=text))
+        docs.append(MemoryDoc(**common, kind=kind, title=title, text=text))
     elif not any(doc.kind == "source" for doc in docs):
-        docs.append(KeywordDoc(**common, kind="event", title=event.type, text=_joined(spine.summary)))
+        docs.append(MemoryDoc(**common, kind="event", title=event.type, text=_joined(spine.summary)))
     return EventDocs(session=event.session, seq=event.seq, event_hash=event.hash, docs=tuple(docs))

@@ -1,0 +1,52 @@
+"""Memory documents: the searchable texts an event contributes, shared by the keyword and vector models.
+
+A document is one text an event contributed: an entity as asserted (name and summary), a span of a source
+(a document chunk with its lines), or the event's own verbatim text (a transcript turn, a command and its
+output, a decision and its rationale, an explanation). Documents are immutable, like the events they come
+from; an as-of search only sees documents of events at or before that time.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+DocKind = Literal["entity", "source", "turn", "command", "decision", "explanation", "code", "event"]
+DOC_KINDS: tuple[DocKind, ...] = (
+    "entity",
+    "source",
+    "turn",
+    "command",
+    "decision",
+    "explanation",
+    "code",
+    "event",
+)
+
+
+class MemoryDoc(msgspec.Struct, frozen=True, kw_only=True):
+    """One searchable text, with where it came from (enough to cite it)."""
+
+    session: str
+    seq: int
+    event_hash: str
+    event_type: str
+    ts: str
+    kind: DocKind
+    text: str
+    title: str = ""
+    entity_name: str | None = None
+    entity_type: str | None = None
+    path: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+
+
+class EventDocs(msgspec.Struct, frozen=True, kw_only=True):
+    """The documents of one event (possibly none: the event still advances the checkpoint)."""
+
+    session: str
+    seq: int
+    event_hash: str
+    docs: tuple[MemoryDoc, ...] = ()
