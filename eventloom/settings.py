@@ -45,7 +45,8 @@ class Settings:
     neo4j_user: str = "neo4j"
     neo4j_password: str = field(default="", repr=False)
     neo4j_database: str = "neo4j"
-    vector_dimensions: int = 384  # width of the Neo4j vector index (see readmodels/graph/neo4j_schema.py)
+    vector_dimensions: int = 384  # embedding width: the vector read model and Neo4j's vector index
+    embedder: str = "hash"  # the vector read model's embedder (an `eventloom.embedders` entry point)
 
     def __post_init__(self) -> None:
         if not 1 <= self.partitions <= 1024:
@@ -77,6 +78,7 @@ class Settings:
             neo4j_password=os.environ.get("NEO4J_PASSWORD", ""),
             neo4j_database=os.environ.get("NEO4J_DATABASE") or "neo4j",
             vector_dimensions=_env_int("EVENTLOOM_VECTOR_DIMENSIONS", 384),
+            embedder=os.environ.get("EVENTLOOM_EMBEDDER") or "hash",
         )
 
     def to_env(self) -> dict[str, str]:
@@ -94,6 +96,7 @@ class Settings:
             "NEO4J_PASSWORD": self.neo4j_password,
             "NEO4J_DATABASE": self.neo4j_database,
             "EVENTLOOM_VECTOR_DIMENSIONS": str(self.vector_dimensions),
+            "EVENTLOOM_EMBEDDER": self.embedder,
         }
         if self.nats_url:
             env["EVENTLOOM_NATS_URL"] = self.nats_url

@@ -1,0 +1,1 @@
+"""The vector projector: embeddings of every memory document (`projectors.documents`)."""

@@ -1,0 +1,140 @@
+"""`SqliteVectorStore`: embeddings of memory documents in SQLite, searched by cosine similarity.
+
+SQLite holds every vector with its document and its embedder's tag, in the same transaction as the
+checkpoints, so a crash loses nothing acknowledged. Search runs in memory over the vectors of this store's
+tag (loaded at `open`, extended after each commit): exact cosine over the documents that pass the filters
+(session, time, kind). Vectors of another tag are never compared; they are counted in `foreign_vectors`,
+and `eventloom rebuild vector` re-embeds everything with the configured embedder.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+import msgspec
+import numpy as np
+
+from eventloom.event import citation
+from readmodels.documents import DocKind, EventDocs, MemoryDoc
+from readmodels.sqlite_db import CHECKPOINTS_TABLE, SqliteDb, read_checkpoints, save_checkpoints, unapplied
+from readmodels.vector.embedders import Embedder, Vectors, tag
+
+_SCHEMA: Final = (
+    "CREATE TABLE IF NOT EXISTS vectors (id INTEGER PRIMARY KEY, tag TEXT NOT NULL, doc BLOB NOT NULL, "
+    "vector BLOB NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS vectors_tag ON vectors(tag)",
+    CHECKPOINTS_TABLE,
+)
+_encode_doc = msgspec.msgpack.Encoder().encode
+_decode_doc = msgspec.msgpack.Decoder(MemoryDoc).decode
+
+
+class VectorHit(msgspec.Struct, frozen=True, kw_only=True):
+    doc: MemoryDoc
+    score: float
+    """Cosine similarity to the query, from -1 to 1."""
+    citation: str
+    tag: str
+
+
+def embedded_text(doc: MemoryDoc) -> str:
+    return f"{doc.title}\n{doc.text}" if doc.title else doc.text
+
+
+class SqliteVectorStore:
+    def __init__(self, path: str | Path, embedder: Embedder) -> None:
+        self.path = Path(path)
+        self.embedder = embedder
+        self.tag = tag(embedder)
+        self.foreign_vectors = 0
+        self._db = SqliteDb(self.path, _SCHEMA)
+        self._docs: list[MemoryDoc] = []
+        self._matrix: Vectors = np.zeros((0, embedder.dimensions), dtype=np.float32)
+
+    async def open(self) -> None:
+        await self._db.open()
+        docs, matrix, foreign = await self._db.read(self._load)
+        self._docs, self._matrix, self.foreign_vectors = docs, matrix, foreign
+
+    def _load(self, db: sqlite3.Connection) -> tuple[list[MemoryDoc], Vectors, int]:
+        rows = db.execute("SELECT doc, vector FROM vectors WHERE tag = ? ORDER BY id", (self.tag,)).fetchall()
+        foreign = db.execute("SELECT count(*) FROM vectors WHERE tag <> ?", (self.tag,)).fetchone()[0]
+        matrix = np.frombuffer(b"".join(vector for _, vector in rows), dtype=np.float32)
+        return (
+            [_decode_doc(doc) for doc, _ in rows],
+            matrix.reshape(len(rows), self.embedder.dimensions),
+            foreign,
+        )
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    async def __aenter__(self) -> SqliteVectorStore:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def applied_seqs(self, projector: str, sessions: Sequence[str]) -> dict[str, int]:
+        return await self._db.read(lambda db: read_checkpoints(db, projector, sessions))
+
+    async def apply(self, projector: str, batch: Sequence[EventDocs]) -> int:
+        if not batch:
+            return 0
+        applied, docs, vectors = await self._db.write(lambda db: self._apply(db, projector, batch))
+        self._docs.extend(docs)  # committed: now searchable
+        self._matrix = np.vstack([self._matrix, vectors]) if len(docs) else self._matrix
+        return applied
+
+    def _apply(
+        self, db: sqlite3.Connection, projector: str, batch: Sequence[EventDocs]
+    ) -> tuple[int, list[MemoryDoc], Vectors]:
+        todo = unapplied(db, projector, batch)
+        docs = [doc for event in todo for doc in event.docs]
+        vectors = self.embedder.embed([embedded_text(doc) for doc in docs]).astype(np.float32, copy=False)
+        db.executemany(
+            "INSERT INTO vectors (tag, doc, vector) VALUES (?, ?, ?)",
+            [
+                (self.tag, _encode_doc(doc), vector.tobytes())
+                for doc, vector in zip(docs, vectors, strict=True)
+            ],
+        )
+        save_checkpoints(db, projector, todo)
+        return len(todo), docs, vectors
+
+    async def search(
+        self,
+        text: str,
+        *,
+        session: str | None = None,
+        as_of: str | None = None,
+        kinds: Sequence[DocKind] | None = None,
+        limit: int = 10,
+    ) -> list[VectorHit]:
+        """The `limit` documents most similar to `text` among those passing the filters (exact cosine)."""
+        if limit <= 0 or not self._docs:
+            return []
+        query = self.embedder.embed([text])[0]
+        if not query.any():
+            return []
+        candidates = [
+            index
+            for index, doc in enumerate(self._docs)
+            if (session is None or doc.session == session)
+            and (as_of is None or doc.ts <= as_of)
+            and (not kinds or doc.kind in kinds)
+        ]
+        if not candidates:
+            return []
+        rows = np.asarray(candidates)
+        scores = self._matrix[rows] @ query
+        best = np.argsort(-scores, kind="stable")[:limit]
+        return [self._hit(self._docs[int(rows[i])], float(scores[i])) for i in best]
+
+    def _hit(self, doc: MemoryDoc, score: float) -> VectorHit:
+        cited = citation(doc.session, doc.seq, doc.event_hash)
+        return VectorHit(doc=doc, score=round(score, 6), citation=cited, tag=self.tag)

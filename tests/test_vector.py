@@ -1,0 +1,83 @@
+"""The vector read model: memory documents embedded and searched by cosine, exactly once, tag-safe."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eventloom.appender import AppendRequest
+from eventloom.log import EventLog
+from eventloom.settings import Settings
+from projectors.documents import memory_docs
+from projectors.plugins import load_projector
+from projectors.rebuild import rebuild
+from projectors.vector.plugin import VectorProjector
+from readmodels.vector.embedders import HashEmbedder
+from readmodels.vector.sqlite_store import SqliteVectorStore, embedded_text
+from tests.runtime_support import drained, running
+from tests.test_graph_support import ts
+from tests.test_keyword import story
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> Any:
+    async with SqliteVectorStore(tmp_path / "vector.sqlite", HashEmbedder()) as opened:
+        yield opened
+
+
+async def test_search_is_exact_cosine_over_the_filtered_documents(store: SqliteVectorStore) -> None:
+    events = story().events
+    assert await store.apply("vector", [memory_docs(e) for e in events]) == len(events)
+    question = "token refresh keeps failing at midnight"
+    hits = await store.search(question, session="k1", limit=3)
+    document, query = HashEmbedder().embed([embedded_text(hits[0].doc), question])
+    assert hits[0].doc.kind == "turn" and hits[0].score == pytest.approx(float(document @ query), abs=1e-5)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert hits[0].citation.startswith("eventloom://k1/events/1#") and hits[0].tag == "hash@1/384"
+    assert await store.search("midnight", session="nobody") == []
+    assert {h.doc.seq for h in await store.search("midnight refresh", as_of=ts(2), limit=50)} <= {1, 2}
+    assert {h.doc.kind for h in await store.search("midnight", kinds=["decision"], limit=50)} == {"decision"}
+
+
+async def test_exactly_once_survives_reopening_and_other_spaces_are_never_compared(tmp_path: Path) -> None:
+    events = story().events
+    batch = [memory_docs(e) for e in events]
+    path = tmp_path / "vector.sqlite"
+    async with SqliteVectorStore(path, HashEmbedder()) as store:
+        await store.apply("vector", batch[:2])
+        assert await store.apply("vector", batch) == len(batch) - 2
+        assert await store.apply("vector", batch) == 0
+        before = await store.search("tokens refresh early", limit=20)
+    async with SqliteVectorStore(path, HashEmbedder()) as reopened:  # loaded back from SQLite
+        assert await reopened.search("tokens refresh early", limit=20) == before
+        assert reopened.foreign_vectors == 0
+    async with SqliteVectorStore(path, HashEmbedder(64)) as other_space:
+        assert other_space.foreign_vectors == sum(len(b.docs) for b in batch)
+        assert await other_space.search("tokens refresh early") == []  # 384-wide vectors are not its own
+
+
+async def test_the_vector_projector_runs_and_rebuilds_with_another_width(
+    log: EventLog, settings: Settings
+) -> None:
+    events = story().events
+    requests = [AppendRequest(session="v1", type=e.type, actor="agent", payload=e.payload) for e in events]
+    await log.append_many(requests)
+    projector = load_projector("vector", settings)
+    assert isinstance(projector, VectorProjector)
+    async with running(log, projector) as runner:
+        await drained(log, runner.consumer)
+        live = await projector.store.search("refresh at midnight", limit=100)
+        assert live and all(hit.tag == "hash@1/384" for hit in live)
+    wider = dataclasses.replace(settings, vector_dimensions=512)
+    async with await EventLog.open(wider) as rebuild_log:
+        report = await rebuild(rebuild_log, "vector")
+    generation = settings.data_dir / "readmodels" / "vector" / f"gen-{report.generation}"
+    async with SqliteVectorStore(generation / "vector.sqlite", HashEmbedder(512)) as rebuilt:
+        hits = await rebuilt.search("refresh at midnight", limit=100)
+        assert hits and all(h.tag == "hash@1/512" for h in hits) and rebuilt.foreign_vectors == 0
+        assert {h.doc for h in hits} == {h.doc for h in live}  # every document, re-embedded
