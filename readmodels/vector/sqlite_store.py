@@ -2,13 +2,15 @@
 
 SQLite holds every vector with its document and its embedder's tag, in the same transaction as the
 checkpoints, so a crash loses nothing acknowledged. Search runs in memory over the vectors of this store's
-tag (loaded at `open`, extended after each commit): exact cosine over the documents that pass the filters
-(session, time, kind). Vectors of another tag are never compared; they are counted in `foreign_vectors`,
-and `eventloom rebuild vector` re-embeds everything with the configured embedder.
+tag (loaded at `open`, extended after each commit) through a `VectorIndex`: HNSW candidates re-ranked
+exactly, or an exact scan when the filters (session, time, kind) leave few documents. Vectors of another
+tag are never compared; they are counted in `foreign_vectors`, and `eventloom rebuild vector` re-embeds
+everything with the configured embedder.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +23,7 @@ from eventloom.event import citation
 from readmodels.documents import DocKind, EventDocs, MemoryDoc
 from readmodels.sqlite_db import CHECKPOINTS_TABLE, SqliteDb, read_checkpoints, save_checkpoints, unapplied
 from readmodels.vector.embedders import Embedder, Vectors, tag
+from readmodels.vector.index import Mask, VectorIndex
 
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS vectors (id INTEGER PRIMARY KEY, tag TEXT NOT NULL, doc BLOB NOT NULL, "
@@ -30,6 +33,32 @@ _SCHEMA: Final = (
 )
 _encode_doc = msgspec.msgpack.Encoder().encode
 _decode_doc = msgspec.msgpack.Decoder(MemoryDoc).decode
+
+
+class _Filters:
+    """Per-row session, time and kind, as arrays, so a filter is a few vectorized comparisons."""
+
+    def __init__(self) -> None:
+        self.sessions = np.zeros(0, dtype=object)
+        self.times = np.zeros(0, dtype=object)
+        self.kinds = np.zeros(0, dtype=object)
+
+    def add(self, docs: list[MemoryDoc]) -> None:
+        self.sessions = np.concatenate([self.sessions, np.array([d.session for d in docs], dtype=object)])
+        self.times = np.concatenate([self.times, np.array([d.ts for d in docs], dtype=object)])
+        self.kinds = np.concatenate([self.kinds, np.array([d.kind for d in docs], dtype=object)])
+
+    def mask(self, session: str | None, as_of: str | None, kinds: Sequence[str] | None) -> Mask | None:
+        if session is None and as_of is None and not kinds:
+            return None
+        allowed = np.ones(len(self.sessions), dtype=bool)
+        if session is not None:
+            allowed &= self.sessions == session
+        if as_of is not None:
+            allowed &= self.times <= as_of
+        if kinds:
+            allowed &= np.isin(self.kinds, list(kinds))
+        return allowed
 
 
 class VectorHit(msgspec.Struct, frozen=True, kw_only=True):
@@ -52,12 +81,23 @@ class SqliteVectorStore:
         self.foreign_vectors = 0
         self._db = SqliteDb(self.path, _SCHEMA)
         self._docs: list[MemoryDoc] = []
-        self._matrix: Vectors = np.zeros((0, embedder.dimensions), dtype=np.float32)
+        self._index = VectorIndex(embedder.dimensions)
+        self._filters = _Filters()
+        self._in_memory = asyncio.Lock()  # index, filters and documents change together, never mid-search
 
     async def open(self) -> None:
         await self._db.open()
         docs, matrix, foreign = await self._db.read(self._load)
-        self._docs, self._matrix, self.foreign_vectors = docs, matrix, foreign
+        self._docs, self.foreign_vectors = [], foreign
+        self._index = VectorIndex(self.embedder.dimensions)
+        self._filters = _Filters()
+        async with self._in_memory:
+            await asyncio.to_thread(self._searchable, docs, matrix)
+
+    def _searchable(self, docs: list[MemoryDoc], vectors: Vectors) -> None:
+        self._index.add(vectors)
+        self._filters.add(docs)
+        self._docs.extend(docs)
 
     def _load(self, db: sqlite3.Connection) -> tuple[list[MemoryDoc], Vectors, int]:
         rows = db.execute("SELECT doc, vector FROM vectors WHERE tag = ? ORDER BY id", (self.tag,)).fetchall()
@@ -86,8 +126,9 @@ class SqliteVectorStore:
         if not batch:
             return 0
         applied, docs, vectors = await self._db.write(lambda db: self._apply(db, projector, batch))
-        self._docs.extend(docs)  # committed: now searchable
-        self._matrix = np.vstack([self._matrix, vectors]) if len(docs) else self._matrix
+        if docs:
+            async with self._in_memory:  # committed: now searchable
+                await asyncio.to_thread(self._searchable, docs, vectors)
         return applied
 
     def _apply(
@@ -121,19 +162,10 @@ class SqliteVectorStore:
         query = self.embedder.embed([text])[0]
         if not query.any():
             return []
-        candidates = [
-            index
-            for index, doc in enumerate(self._docs)
-            if (session is None or doc.session == session)
-            and (as_of is None or doc.ts <= as_of)
-            and (not kinds or doc.kind in kinds)
-        ]
-        if not candidates:
-            return []
-        rows = np.asarray(candidates)
-        scores = self._matrix[rows] @ query
-        best = np.argsort(-scores, kind="stable")[:limit]
-        return [self._hit(self._docs[int(rows[i])], float(scores[i])) for i in best]
+        async with self._in_memory:
+            allowed = self._filters.mask(session, as_of, kinds)
+            found = await asyncio.to_thread(self._index.search, query, limit, allowed)
+            return [self._hit(self._docs[row], score) for row, score in found]
 
     def _hit(self, doc: MemoryDoc, score: float) -> VectorHit:
         cited = citation(doc.session, doc.seq, doc.event_hash)
