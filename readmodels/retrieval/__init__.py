@@ -1,0 +1,1 @@
+"""Retrieval: lanes (exact, keyword, vector, traversal, verbatim) fused into one cited, explained ranking."""

@@ -1,0 +1,114 @@
+"""Fusing ranked lanes into one ranking, with the explanation of every score.
+
+Each lane (exact name match, keyword, vector, graph traversal, verbatim source recall) returns hits in
+its own order with its own raw scores, which are not comparable across lanes (BM25 is unbounded, cosine
+lies in [-1, 1]). Two fusions are offered:
+
+- `rrf`, reciprocal rank fusion: a hit at rank r (0-based) in a lane of weight w adds w / (k + r + 1);
+  only ranks matter, so no lane's score scale can dominate (k = 60, as in Cormack et al. 2009);
+- `score`: each lane's raw scores are min-max normalized to [0, 1] within the lane, then weighted and
+  summed; it keeps how much better the best hit is, which ranks cannot.
+
+A named profile sets the weights and the fusion. Every fused hit keeps, per lane, its raw score, rank,
+weight and contribution, and the contributions sum to its score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final, Literal
+
+import msgspec
+
+Lane = Literal["exact", "keyword", "vector", "traversal", "verbatim"]
+LANES: Final[tuple[Lane, ...]] = ("exact", "keyword", "vector", "traversal", "verbatim")
+Fusion = Literal["rrf", "score"]
+RRF_K: Final = 60
+
+
+class LaneHit(msgspec.Struct, frozen=True, kw_only=True):
+    key: str
+    """What the hit is about (an entity key, a document id): hits with the same key are one result."""
+    score: float
+
+
+class Contribution(msgspec.Struct, frozen=True, kw_only=True):
+    raw: float
+    rank: int
+    weight: float
+    contribution: float
+
+
+class FusedHit(msgspec.Struct, frozen=True, kw_only=True):
+    key: str
+    score: float
+    lanes: dict[str, Contribution]
+
+
+class Profile(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    fusion: Fusion
+    weights: dict[str, float]
+
+
+PROFILES: Final[dict[str, Profile]] = {
+    "balanced": Profile(
+        name="balanced",
+        fusion="rrf",
+        weights={"exact": 1.5, "keyword": 1.0, "vector": 1.0, "traversal": 0.7, "verbatim": 0.8},
+    ),
+    "precision": Profile(
+        name="precision",
+        fusion="score",
+        weights={"exact": 2.0, "keyword": 1.0, "vector": 0.6, "traversal": 0.3, "verbatim": 0.5},
+    ),
+    "recall": Profile(
+        name="recall",
+        fusion="rrf",
+        weights={"exact": 1.0, "keyword": 1.0, "vector": 1.2, "traversal": 1.0, "verbatim": 1.0},
+    ),
+    "temporal": Profile(
+        name="temporal",
+        fusion="rrf",
+        weights={"exact": 1.5, "keyword": 1.0, "vector": 0.8, "traversal": 0.5, "verbatim": 1.2},
+    ),
+}
+
+
+def profile(name: str) -> Profile:
+    found = PROFILES.get(name)
+    if found is None:
+        raise ValueError(f"profile: expected one of {', '.join(PROFILES)}, got {name!r}")
+    return found
+
+
+def _normalized(hits: Sequence[LaneHit]) -> list[float]:
+    if not hits:
+        return []
+    low, high = min(h.score for h in hits), max(h.score for h in hits)
+    return [1.0 if high == low else (h.score - low) / (high - low) for h in hits]
+
+
+def fuse(lanes: Mapping[str, Sequence[LaneHit]], chosen: Profile, limit: int | None = None) -> list[FusedHit]:
+    """One ranking from the lanes' rankings (each best first); ties are broken by key, so it is stable."""
+    parts: dict[str, dict[str, Contribution]] = {}
+    for lane, hits in lanes.items():
+        weight = chosen.weights.get(lane, 0.0)
+        if weight <= 0:
+            continue
+        scaled = _normalized(hits) if chosen.fusion == "score" else []
+        seen: set[str] = set()
+        for rank, hit in enumerate(hits):
+            if hit.key in seen:
+                continue  # a lane counts a result once, at its best rank
+            seen.add(hit.key)
+            value = weight * (scaled[rank] if chosen.fusion == "score" else 1.0 / (RRF_K + rank + 1))
+            parts.setdefault(hit.key, {})[lane] = Contribution(
+                raw=hit.score, rank=rank, weight=weight, contribution=value
+            )
+    fused = [
+        FusedHit(key=key, score=sum(c.contribution for c in contributions.values()), lanes=contributions)
+        for key, contributions in parts.items()
+    ]
+    fused.sort(key=lambda hit: (-hit.score, hit.key))
+    return fused if limit is None else fused[:limit]
