@@ -267,6 +267,9 @@ class LadybugGraphStore:
             if self._reader is not None:
                 _rollback(self._reader)
 
+    async def read(self, reading: Reading[T]) -> T:
+        return await self._reading_cypher(reading)
+
     async def events(self, session: str, *, from_seq: int = 1, limit: int | None = None) -> list[EventRecord]:
         return await self._reading_cypher(reads.events(session, from_seq, limit))
 

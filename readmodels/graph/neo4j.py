@@ -11,26 +11,19 @@ may write the same database.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 import neo4j
-from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction
-from neo4j.exceptions import (
-    AuthError,
-    ClientError,
-    Neo4jError,
-    ServiceUnavailable,
-    SessionExpired,
-    TransientError,
-)
+from neo4j import AsyncDriver, AsyncManagedTransaction
+from neo4j.exceptions import ClientError
 
-from eventloom.errors import ReadModelUnavailableError
 from readmodels.graph import reads
 from readmodels.graph.cypher_guard import single_read_statement
 from readmodels.graph.cypher_io import Reading, Row, run_async
 from readmodels.graph.model import EventProjection
-from readmodels.graph.neo4j_schema import DEFAULT_VECTOR_DIMENSIONS, apply_migrations, schema_plan
+from readmodels.graph.neo4j_driver import NOT_GRAPH_LABELS, auto_commit, connect, fetch, unavailable_as_error
+from readmodels.graph.neo4j_schema import DEFAULT_VECTOR_DIMENSIONS, schema_plan
 from readmodels.graph.protocol import GraphQueryError, GraphStoreError, ReadOnlyQueryError
 from readmodels.graph.records import (
     EntityVersion,
@@ -47,17 +40,7 @@ from readmodels.graph.writes import WriteStep, write_steps
 T = TypeVar("T")
 ROWS_PER_STATEMENT: Final = 10_000
 """Rows bound to one `UNWIND`: large enough to amortize a round trip, small enough for the heap."""
-_UNREACHABLE = (ServiceUnavailable, SessionExpired, TransientError, OSError)
 _ACCESS_MODE = "Neo.ClientError.Statement.AccessMode"
-
-
-def _plain(params: Mapping[str, Any] | None) -> dict[str, Any]:
-    return dict(params or {})
-
-
-async def _rows(tx: AsyncManagedTransaction, cypher: str, params: Mapping[str, Any] | None) -> list[Row]:
-    result = await tx.run(cypher, _plain(params))
-    return [record.data() async for record in result]
 
 
 async def _run_step(tx: AsyncManagedTransaction, step: WriteStep) -> None:
@@ -74,7 +57,7 @@ async def _apply_in(tx: AsyncManagedTransaction, projector: str, projections: li
     """The whole batch inside one transaction (the driver may run this again after a transient error)."""
 
     async def execute(cypher: str, params: dict[str, Any]) -> list[Row]:
-        return await _rows(tx, cypher, params)
+        return await fetch(tx, cypher, params)
 
     sessions = list(dict.fromkeys(p.event.session for p in projections))
     applied = await run_async(read_checkpoints(projector, sessions), execute)
@@ -125,22 +108,14 @@ class Neo4jGraphStore:
     async def open(self) -> None:
         if self._driver is not None:
             return
-        driver = AsyncGraphDatabase.driver(
+        self._driver, self.migrations_applied = await connect(
             self.uri,
-            auth=self._auth,
-            connection_timeout=self._connection_timeout_s,
-            max_transaction_retry_time=self._retry_time_s,
-            notifications_min_severity="OFF",
+            self._auth,
+            self.database,
+            self._plan,
+            connection_timeout_s=self._connection_timeout_s,
+            retry_time_s=self._retry_time_s,
         )
-        try:
-            await _unavailable_as_error(driver.verify_connectivity(), self.uri)
-            self.migrations_applied = await _unavailable_as_error(
-                apply_migrations(self._auto_commit(driver), self._plan), self.uri
-            )
-        except BaseException:
-            await driver.close()
-            raise
-        self._driver = driver
 
     async def close(self) -> None:
         driver, self._driver = self._driver, None
@@ -155,27 +130,21 @@ class Neo4jGraphStore:
         await self.close()
 
     async def clear(self) -> None:
-        """Delete every node and relationship except the schema's `Migration` records (before a rebuild).
+        """Delete every node and relationship of the graph (before a rebuild), keeping the schema's
+        `Migration` records and the other read models in this database (`NOT_GRAPH_LABELS`).
 
         In batches, each its own transaction: a large graph does not fit one transaction's memory.
         """
         if self._driver is None:
             raise GraphStoreError("the graph store is not open")
-        await _unavailable_as_error(
-            self._auto_commit(self._driver)(
-                "MATCH (n) WHERE NOT n:Migration CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS",
+        await unavailable_as_error(
+            auto_commit(self._driver, self.database)(
+                f"MATCH (n) WHERE NOT n:{NOT_GRAPH_LABELS} "
+                "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS",
                 {},
             ),
             self.uri,
         )
-
-    def _auto_commit(self, driver: AsyncDriver) -> Callable[[str, dict[str, Any]], Awaitable[list[Row]]]:
-        async def execute(cypher: str, params: dict[str, Any]) -> list[Row]:
-            async with driver.session(database=self.database) as session:
-                result = await session.run(cypher, params)
-                return [record.data() async for record in result]
-
-        return execute
 
     def _session(self, mode: str) -> neo4j.AsyncSession:
         if self._driver is None:
@@ -192,39 +161,42 @@ class Neo4jGraphStore:
             return 0
         batch = list(projections)
         async with self._session(neo4j.WRITE_ACCESS) as session:
-            return await _unavailable_as_error(session.execute_write(_apply_in, projector, batch), self.uri)
+            return await unavailable_as_error(session.execute_write(_apply_in, projector, batch), self.uri)
 
     async def run_write(self, cypher: str, params: Mapping[str, Any]) -> list[Row]:
         """One statement in its own write transaction (bulk loads, maintenance; not part of `GraphStore`)."""
 
         async def work(tx: AsyncManagedTransaction) -> list[Row]:
-            return await _rows(tx, cypher, params)
+            return await fetch(tx, cypher, params)
 
         async with self._session(neo4j.WRITE_ACCESS) as session:
-            return await _unavailable_as_error(session.execute_write(work), self.uri)
+            return await unavailable_as_error(session.execute_write(work), self.uri)
 
     # -- reads -------------------------------------------------------------------------------------------
 
     async def _read(self, reading: Reading[T]) -> T:
         async def work(tx: AsyncManagedTransaction) -> T:
-            return await run_async(reading, lambda cypher, params: _rows(tx, cypher, params))
+            return await run_async(reading, lambda cypher, params: fetch(tx, cypher, params))
 
         async with self._session(neo4j.READ_ACCESS) as session:
-            return await _unavailable_as_error(session.execute_read(work), self.uri)
+            return await unavailable_as_error(session.execute_read(work), self.uri)
 
     async def query(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         statement = single_read_statement(cypher)
 
         async def work(tx: AsyncManagedTransaction) -> list[Row]:
-            return await _rows(tx, statement, params)
+            return await fetch(tx, statement, params)
 
         try:
             async with self._session(neo4j.READ_ACCESS) as session:
-                return await _unavailable_as_error(session.execute_read(work), self.uri)
+                return await unavailable_as_error(session.execute_read(work), self.uri)
         except ClientError as exc:
             if exc.code == _ACCESS_MODE:
                 raise ReadOnlyQueryError(f"graph queries are read-only; refused: {exc.message}") from None
             raise GraphQueryError(f"{exc.code}: {exc.message}") from None
+
+    async def read(self, reading: Reading[T]) -> T:
+        return await self._read(reading)
 
     async def events(self, session: str, *, from_seq: int = 1, limit: int | None = None) -> list[EventRecord]:
         return await self._read(reads.events(session, from_seq, limit))
@@ -264,18 +236,3 @@ class Neo4jGraphStore:
 
     async def observations(self, session: str, task_id: str) -> list[ObservationRecord]:
         return await self._read(reads.observations(session, task_id, "type"))
-
-
-async def _unavailable_as_error(call: Awaitable[T], uri: str) -> T:
-    """Await `call`; Neo4j being unreachable (after the driver's own retries) becomes
-    `ReadModelUnavailableError`, so callers pause instead of treating the batch as bad."""
-    try:
-        return await call
-    except AuthError as exc:
-        raise GraphStoreError(f"Neo4j at {uri} refused the credentials: {exc.message}") from None
-    except _UNREACHABLE as exc:
-        raise ReadModelUnavailableError(f"Neo4j at {uri} is unavailable: {exc}") from exc
-    except Neo4jError as exc:
-        if exc.is_retryable():
-            raise ReadModelUnavailableError(f"Neo4j at {uri}: {exc.code}: {exc.message}") from exc
-        raise

@@ -8,10 +8,11 @@ resolution is done once, backend-neutrally, by `readmodels.graph.versioning`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import msgspec
 
+from readmodels.graph.cypher_io import Reading
 from readmodels.graph.model import EventProjection
 from readmodels.graph.records import (
     EntityVersion,
@@ -21,6 +22,8 @@ from readmodels.graph.records import (
     RelationEdge,
     SourceCitationRecord,
 )
+
+T = TypeVar("T")
 
 
 class GraphStoreError(Exception):
@@ -86,6 +89,10 @@ class GraphStore(GraphWriter, Protocol):
 
     async def query(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run one read-only Cypher statement; `ReadOnlyQueryError` for writes or several statements."""
+        ...
+
+    async def read(self, reading: Reading[T]) -> T:
+        """Run a backend-neutral typed read (`readmodels.graph.reads`, `readmodels.graph.lookup`)."""
         ...
 
     async def events(self, session: str, *, from_seq: int = 1, limit: int | None = None) -> list[EventRecord]:

@@ -21,7 +21,7 @@ from readmodels.graph.records import (
     SourceCitationRecord,
 )
 
-_ENTITY_COLUMNS = ", ".join(f"e.{name} AS {name}" for name in ENTITY_TYPES)
+ENTITY_COLUMNS = ", ".join(f"e.{name} AS {name}" for name in ENTITY_TYPES)
 _EDGE_COLUMNS = (
     "a.uid AS a_uid, a.name AS a_name, a.entity_type AS a_type, "
     "b.uid AS b_uid, b.name AS b_name, b.entity_type AS b_type, "
@@ -129,7 +129,7 @@ def events(session: str, from_seq: int, limit: int | None) -> Reading[list[Event
 
 def entity_versions(session: str, name: str, entity_type: str) -> Reading[list[EntityVersion]]:
     rows = yield (
-        f"MATCH (e:Entity) WHERE e.key = $key RETURN {_ENTITY_COLUMNS} ORDER BY e.valid_from",
+        f"MATCH (e:Entity) WHERE e.key = $key RETURN {ENTITY_COLUMNS} ORDER BY e.valid_from",
         {"key": entity_key(session, name, entity_type)},
     )
     return [to_version(row) for row in rows]
@@ -142,7 +142,7 @@ def entities(session: str, as_of: str | None, entity_type: str | None) -> Readin
         params["entity_type"] = entity_type
         conditions.append("e.entity_type = $entity_type")
     rows = yield (
-        f"MATCH (e:Entity) WHERE {' AND '.join(conditions)} RETURN {_ENTITY_COLUMNS} "
+        f"MATCH (e:Entity) WHERE {' AND '.join(conditions)} RETURN {ENTITY_COLUMNS} "
         "ORDER BY e.entity_type, e.name",
         params,
     )
@@ -188,7 +188,14 @@ def neighbours(
         params["entity_type"] = entity_type
         conditions.append("e.entity_type = $entity_type")
     start = yield (f"MATCH (e:Entity) WHERE {' AND '.join(conditions)} RETURN e.uid AS uid", params)
-    seen = {row["uid"] for row in start}
+    return (yield from expand([row["uid"] for row in start], depth, as_of, include_inferred))
+
+
+def expand(
+    uids: list[str], depth: int, as_of: str | None, include_inferred: bool
+) -> Reading[list[Neighbour]]:
+    """The entities within `depth` hops (either direction) of the versions `uids`, nearest first."""
+    seen = set(uids)
     frontier = sorted(seen)
     found: list[Neighbour] = []
     edge_params: dict[str, Any] = {}

@@ -76,6 +76,10 @@ class SqliteInferredStore:
         """Every edge (of `session`), retracted ones included, in the order they were generated."""
         return await self._db.read(lambda db: _edges(db, session))
 
+    async def trust(self, keys: Sequence[str]) -> dict[str, float]:
+        """The trust of each edge named by `keys` (`model.edge_key`, by id or by triple) that is known."""
+        return await self._db.read(lambda db: _trust(db, list(dict.fromkeys(keys))))
+
     async def status(self, session: str | None = None) -> InferredStatus:
         return summarize(session, await self.edges(session))
 
@@ -118,6 +122,24 @@ def _update_named(db: sqlite3.Connection, change: Retracted | Contradicted) -> N
         else:
             edge.contradictions += 1
         db.execute("UPDATE edges SET record = ? WHERE key = ?", (_encode(edge), key))
+
+
+def _trust(db: sqlite3.Connection, keys: list[str]) -> dict[str, float]:
+    if not keys:
+        return {}
+    named = marks(len(keys))
+    rows = db.execute(
+        f"SELECT key, triple_key, record FROM edges WHERE key IN ({named}) OR triple_key IN ({named})",  # noqa: S608
+        [*keys, *keys],
+    ).fetchall()
+    wanted = set(keys)
+    found: dict[str, float] = {}
+    for key, triple, record in rows:
+        trust = _decode(record).trust
+        for name in (key, triple):
+            if name in wanted:
+                found[name] = min(found.get(name, trust), trust)  # two edges, one triple: the less trusted
+    return found
 
 
 def _edges(db: sqlite3.Connection, session: str | None) -> list[InferredEdge]:

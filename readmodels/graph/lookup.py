@@ -1,0 +1,77 @@
+"""Batched lookups for retrieval: many entities, names or traversal seeds in one read (any backend).
+
+Retrieval resolves dozens of candidates per question; one statement for all of them keeps a question's
+cost flat in the number of candidates. Like `reads`, each lookup is a backend-neutral `Reading`, run with
+`GraphStore.read`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from readmodels.graph.cypher_io import Reading
+from readmodels.graph.reads import ENTITY_COLUMNS, expand, to_version
+from readmodels.graph.records import EntityVersion, Neighbour
+
+
+class Span(msgspec.Struct, frozen=True, kw_only=True):
+    """A span of a source that an entity version cites."""
+
+    path: str
+    line_start: int | None
+    line_end: int | None
+
+
+def versions_by_key(keys: Sequence[str]) -> Reading[list[EntityVersion]]:
+    """Every version of the entities with these keys (`identity.entity_key`), oldest first per entity."""
+    if not keys:
+        return []
+    rows = yield (
+        f"MATCH (e:Entity) WHERE e.key IN $keys RETURN {ENTITY_COLUMNS} ORDER BY e.key, e.valid_from",
+        {"keys": sorted(set(keys))},
+    )
+    return [to_version(row) for row in rows]
+
+
+def versions_by_name(names: Sequence[str], session: str | None) -> Reading[list[EntityVersion]]:
+    """Every version of the entities whose name equals one of `names`, ignoring case (names lower-cased)."""
+    if not names:
+        return []
+    params: dict[str, object] = {"names": sorted({name.lower() for name in names})}
+    condition = "toLower(e.name) IN $names"
+    if session is not None:
+        params["session"] = session
+        condition = f"e.session = $session AND {condition}"
+    rows = yield (
+        f"MATCH (e:Entity) WHERE {condition} RETURN {ENTITY_COLUMNS} ORDER BY e.key, e.valid_from",
+        params,
+    )
+    return [to_version(row) for row in rows]
+
+
+def neighbours_of(
+    uids: Sequence[str], depth: int, as_of: str | None, include_inferred: bool
+) -> Reading[list[Neighbour]]:
+    """Entities within `depth` hops of any of the versions `uids`, nearest first."""
+    if not uids:
+        return []
+    return (yield from expand(sorted(set(uids)), depth, as_of, include_inferred))
+
+
+def cited_spans(uids: Sequence[str]) -> Reading[dict[str, list[Span]]]:
+    """The source spans each of the versions `uids` cites."""
+    if not uids:
+        return {}
+    rows = yield (
+        "MATCH (e:Entity)-[:CITES_SOURCE]->(s:Source) WHERE e.uid IN $uids "
+        "RETURN e.uid AS uid, s.path AS path, s.line_start AS line_start, s.line_end AS line_end "
+        "ORDER BY uid, path, line_start",
+        {"uids": sorted(set(uids))},
+    )
+    spans: dict[str, list[Span]] = {}
+    for row in rows:
+        span = Span(path=row["path"], line_start=row["line_start"], line_end=row["line_end"])
+        spans.setdefault(row["uid"], []).append(span)
+    return spans

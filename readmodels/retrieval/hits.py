@@ -1,0 +1,141 @@
+"""From fused keys to hits: what each is, over which window, and the citations that back it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from eventloom.event import citation
+from readmodels.documents import MemoryDoc
+from readmodels.graph.lookup import Span
+from readmodels.graph.records import EntityVersion
+from readmodels.retrieval.fusion import FusedHit, Profile
+from readmodels.retrieval.lanes import Candidate
+from readmodels.retrieval.model import Citation, Explanation, Hit, InferredLink
+from readmodels.retrieval.resolve import Resolved
+
+MAX_SUMMARY_CHARS: Final = 2000
+
+
+def event_citation(session: str, seq: int, event_hash: str, span: Span | None = None) -> Citation:
+    return Citation(
+        uri=citation(session, seq, event_hash),
+        session=session,
+        seq=seq,
+        hash=event_hash,
+        path=span.path if span else None,
+        line_start=span.line_start if span else None,
+        line_end=span.line_end if span else None,
+    )
+
+
+def doc_citation(doc: MemoryDoc) -> Citation:
+    span = Span(path=doc.path, line_start=doc.line_start, line_end=doc.line_end) if doc.path else None
+    return event_citation(doc.session, doc.seq, doc.event_hash, span)
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_SUMMARY_CHARS else text[: MAX_SUMMARY_CHARS - 1] + "…"
+
+
+class HitBuilder:
+    """Everything the lanes found about each key, to turn a fused key into a `Hit`."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        lanes: Mapping[str, Sequence[Candidate]],
+        resolved: Mapping[str, Resolved],
+        links: Mapping[str, InferredLink],
+        spans: Mapping[str, list[Span]],
+    ) -> None:
+        self.profile = profile
+        self.resolved = resolved
+        self.links = links
+        self.spans = spans
+        self.docs: dict[str, list[MemoryDoc]] = {}
+        self.reached: dict[str, EntityVersion] = {}
+        for candidates in lanes.values():
+            for candidate in candidates:
+                if candidate.doc is not None:
+                    self.docs.setdefault(candidate.key, []).append(candidate.doc)
+                if candidate.neighbour is not None:
+                    self.reached.setdefault(candidate.key, candidate.neighbour.entity)
+
+    def build(self, fused: FusedHit) -> Hit | None:
+        key = fused.key
+        notes: list[str] = []
+        resolved = self.resolved.get(key)
+        version = resolved.version if resolved else self.reached.get(key)
+        docs = self.docs.get(key, [])
+        link = self.links.get(key)
+        if link is not None:
+            notes.append(
+                f"reached through {link.kind} edge {link.source} -{link.relation_type}-> {link.target} "
+                f"(confidence {link.confidence:.2f}, trust {link.trust:.2f}): not authoritative"
+            )
+        explanation = Explanation(
+            profile=self.profile.name, fusion=self.profile.fusion, lanes=fused.lanes, notes=notes
+        )
+        if version is not None:
+            superseded = resolved.superseded if resolved else 0
+            if superseded:
+                notes.append(f"version {version.version}; {superseded} earlier version(s) left out")
+            return self._entity_hit(fused, version, superseded, docs, explanation, link)
+        if not docs:
+            return None
+        doc = docs[0]
+        if doc.kind == "entity":
+            notes.append("entity window not checked: the graph did not answer")
+        return Hit(
+            key=key,
+            kind="source" if key.startswith("source:") else ("entity" if doc.kind == "entity" else "event"),
+            session=doc.session,
+            entity=doc.entity_name or doc.title or doc.event_type,
+            type=doc.entity_type or doc.event_type,
+            summary=_clip(doc.text),
+            valid_from=doc.ts,
+            valid_to=None,
+            score=round(fused.score, 6),
+            explanation=explanation,
+            citations=_unique([doc_citation(d) for d in docs]),
+            inferred=link,
+        )
+
+    def _entity_hit(
+        self,
+        fused: FusedHit,
+        version: EntityVersion,
+        superseded: int,
+        docs: list[MemoryDoc],
+        explanation: Explanation,
+        link: InferredLink | None,
+    ) -> Hit:
+        spans: list[Span | None] = [*self.spans.get(version.uid, [])] or [None]
+        own = [
+            event_citation(version.session, version.source_event_seq, version.source_event_hash, span)
+            for span in spans
+        ]
+        return Hit(
+            key=fused.key,
+            kind="entity",
+            session=version.session,
+            entity=version.name,
+            type=version.entity_type,
+            summary=_clip(version.summary or ""),
+            valid_from=version.valid_from,
+            valid_to=version.valid_to,
+            score=round(fused.score, 6),
+            explanation=explanation,
+            citations=_unique(own + [doc_citation(d) for d in docs]),
+            version=version.version,
+            superseded_versions=superseded,
+            inferred=link,
+        )
+
+
+def _unique(citations: list[Citation]) -> list[Citation]:
+    seen: dict[tuple[str, str | None, int | None], Citation] = {}
+    for cited in citations:
+        seen.setdefault((cited.uri, cited.path, cited.line_start), cited)
+    return list(seen.values())

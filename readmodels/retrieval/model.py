@@ -1,0 +1,124 @@
+"""What retrieval is asked and answers: plain msgspec Structs, the same in Python and on the wire.
+
+A hit is about one of three things: an `entity` (its version valid at the asked time), an `event` (what
+an agent said, ran, decided or explained, verbatim) or a `source` span (a document or code chunk with
+its lines). Every hit carries its citations into the log and the explanation of its score.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+import msgspec
+
+from readmodels.retrieval.fusion import LANES, PROFILES, Contribution, Lane
+
+HitKind = Literal["entity", "event", "source"]
+MAX_QUERY_CHARS: Final = 4096
+MAX_LIMIT: Final = 100
+MAX_DEPTH: Final = 5
+DEFAULT_LIMIT: Final = 10
+DEFAULT_DEPTH: Final = 2
+
+
+class QueryError(ValueError):
+    """A query that cannot be answered as asked (the message names the field)."""
+
+
+class Query(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A question to memory. `as_of` (RFC 3339) asks what was true then; `lanes` restricts the lanes."""
+
+    text: str
+    session: str | None = None
+    as_of: str | None = None
+    limit: int = DEFAULT_LIMIT
+    profile: str = "balanced"
+    lanes: list[Lane] | None = None
+    depth: int = DEFAULT_DEPTH
+    include_inferred: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.text.strip():
+            raise QueryError("text: must not be empty")
+        if len(self.text) > MAX_QUERY_CHARS:
+            raise QueryError(f"text: longer than {MAX_QUERY_CHARS} characters")
+        if not 1 <= self.limit <= MAX_LIMIT:
+            raise QueryError(f"limit: must be between 1 and {MAX_LIMIT}, got {self.limit}")
+        if not 0 <= self.depth <= MAX_DEPTH:
+            raise QueryError(f"depth: must be between 0 and {MAX_DEPTH}, got {self.depth}")
+        if self.profile not in PROFILES:
+            raise QueryError(f"profile: expected one of {', '.join(PROFILES)}, got {self.profile!r}")
+        if self.lanes is not None and (not self.lanes or set(self.lanes) - set(LANES)):
+            raise QueryError(f"lanes: expected a non-empty list of {', '.join(LANES)}")
+
+
+class Citation(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """An event of the log (`uri` = eventloom://session/events/seq#hash12), and a source span if known."""
+
+    uri: str
+    session: str
+    seq: int
+    hash: str
+    path: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+
+
+class Explanation(msgspec.Struct, frozen=True, kw_only=True):
+    """How the score was made: the profile's fusion and, per lane, raw score, rank, weight, contribution."""
+
+    profile: str
+    fusion: str
+    lanes: dict[str, Contribution]
+    notes: list[str] = msgspec.field(default_factory=list)
+
+
+class InferredLink(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """The inferred or causal edge through which traversal reached a hit: non-authoritative context."""
+
+    source: str
+    relation_type: str
+    target: str
+    kind: Literal["inferred", "causal"]
+    confidence: float
+    method: str
+    trust: float
+    citation: str
+
+
+class Hit(msgspec.Struct, frozen=True, kw_only=True):
+    key: str
+    kind: HitKind
+    session: str
+    entity: str
+    """The entity's name; for an event, its title (speaker, command, decision); for a source, its path."""
+    type: str
+    """The entity type; for an event or a source, the event type it came from."""
+    summary: str
+    valid_from: str
+    valid_to: str | None
+    score: float
+    explanation: Explanation
+    citations: list[Citation]
+    version: int | None = None
+    superseded_versions: int = 0
+    """Older versions of this entity that the answer leaves out (they no longer held at the asked time)."""
+    inferred: InferredLink | None = None
+    """Set when the hit was reached only through an inferred or causal edge."""
+
+
+class LaneReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    lane: str
+    candidates: int
+    ms: float
+    error: str | None = None
+
+
+class QueryResult(msgspec.Struct, frozen=True, kw_only=True):
+    query: Query
+    hits: list[Hit]
+    lanes: list[LaneReport]
+    warnings: list[str]
+    excluded_not_current: int
+    """Candidates left out because no version of them held at the asked time (superseded or invalidated)."""
+    ms: float

@@ -1,0 +1,54 @@
+"""What retrieval needs from the read models: small contracts any backend (or a plug-in) can satisfy."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
+
+from readmodels.documents import DocKind, MemoryDoc
+from readmodels.graph.cypher_io import Reading
+from readmodels.retrieval.model import Query, QueryResult
+
+T = TypeVar("T")
+
+
+class DocHit(Protocol):
+    """A document a search found (`KeywordHit`, `VectorHit`)."""
+
+    @property
+    def doc(self) -> MemoryDoc: ...
+
+    @property
+    def score(self) -> float: ...
+
+
+class DocumentSearch(Protocol):
+    """Ranked search over memory documents: the keyword and the vector read models."""
+
+    async def search(
+        self,
+        text: str,
+        *,
+        session: str | None = None,
+        as_of: str | None = None,
+        kinds: Sequence[DocKind] | None = None,
+        limit: int = 10,
+    ) -> Sequence[DocHit]: ...
+
+
+class GraphReads(Protocol):
+    """Typed reads of the temporal graph (`GraphStore.read`)."""
+
+    async def read(self, reading: Reading[T]) -> T: ...
+
+
+class TrustLookup(Protocol):
+    """The inferred-edge read model's trust per edge key (`readmodels.inferred.model.edge_key`)."""
+
+    async def trust(self, keys: Sequence[str]) -> dict[str, float]: ...
+
+
+class Memory(Protocol):
+    """Anything that answers queries: the local `Retriever` or the query service's client."""
+
+    async def query(self, query: Query) -> QueryResult: ...
