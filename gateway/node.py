@@ -1,4 +1,5 @@
-"""The node: embedded NATS when no URL is set, the stream, and the roles (for now the ledger mirror)."""
+"""The node: embedded NATS when no URL is set, the stream, and the roles: the ledger mirror, projectors,
+producers and the query service over the read models its projectors keep."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from eventloom.ledger.mirror import LedgerMirror
 from eventloom.log import EventLog
 from eventloom.runtime import RuntimeInfo, write_runtime
 from eventloom.settings import Settings
+from gateway.memory_role import MEMORY_PROJECTORS, LiveReadModels
 from gateway.workers import enabled_producers, enabled_projectors, producer_runner, run_projector
+from readmodels.query.service import serve_memory
 
 log = logging.getLogger(__name__)
 _RETRY_S = 0.5
@@ -70,8 +73,12 @@ class Node:
     ) -> dict[str, Callable[[], Awaitable[None]]]:
         """Every enabled projector, and one shared consumer for every enabled producer."""
         roles: dict[str, Callable[[], Awaitable[None]]] = {}
-        for name in enabled_projectors(self.settings):
-            roles[f"projector:{name}"] = lambda name=name: run_projector(event_log, name, None, stop)  # type: ignore[misc]
+        live = LiveReadModels()
+        projectors = enabled_projectors(self.settings)
+        for name in projectors:
+            roles[f"projector:{name}"] = lambda name=name: run_projector(event_log, name, None, stop, live)  # type: ignore[misc]
+        if set(projectors) & set(MEMORY_PROJECTORS):
+            roles["query"] = lambda: serve_memory(event_log.client, live.memory(), stop)
         producers = enabled_producers(self.settings)
         if producers:
             roles["producers"] = lambda: producer_runner(event_log, producers, None).run(stop)

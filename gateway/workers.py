@@ -6,6 +6,7 @@ import asyncio
 
 from eventloom.log import EventLog
 from eventloom.settings import Settings
+from gateway.memory_role import LiveReadModels
 from projectors.emitter import ProducerProjection
 from projectors.graph.projector import GraphProjector
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available, load_producer, load_projector
@@ -25,9 +26,19 @@ def projector_runner(log: EventLog, name: str, partitions: list[int] | None) -> 
     return ProjectorRunner(log.client, log.layout, load_projector(name, log.settings), partitions=partitions)
 
 
-async def run_projector(log: EventLog, name: str, partitions: list[int] | None, stop: asyncio.Event) -> None:
-    """Run a projector; a graph projector also answers read-only Cypher for the processes that ask."""
+async def run_projector(
+    log: EventLog,
+    name: str,
+    partitions: list[int] | None,
+    stop: asyncio.Event,
+    live: LiveReadModels | None = None,
+) -> None:
+    """Run a projector; a graph projector also answers read-only Cypher for the processes that ask.
+
+    With `live`, the projector's read model is also offered to this process's query service."""
     runner = projector_runner(log, name, partitions)
+    if live is not None:
+        live.add(runner)
     projector = runner.projector
     if not isinstance(projector, GraphProjector):
         await runner.run(stop)

@@ -1,22 +1,126 @@
-"""`eventloom memory ...`: what the memory read models know (here: the inferred-edge audit view)."""
+"""`eventloom memory ...`: ask memory (query, checkout, answered by the node's query service over NATS)
+and audit the inferred edges."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from typing import Annotated, TypeVar
 
 import typer
 
+from eventloom.log import EventLog
 from eventloom.settings import Settings
-from gateway.cli.common import EXIT_FAILED, fail, print_json, run, settings_of
+from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, print_json, run, settings_of
 from projectors.inferred.plugin import live_database
+from readmodels.checkout.model import DEFAULT_TOKEN_BUDGET, CheckoutRequest
 from readmodels.inferred.model import InferredStatus, Stats
 from readmodels.inferred.sqlite_store import SqliteInferredStore
+from readmodels.query.client import MemoryClient
+from readmodels.query.protocol import MemoryUnavailableError
+from readmodels.retrieval.fusion import PROFILES
+from readmodels.retrieval.model import DEFAULT_LIMIT, Query, QueryError
 
+T = TypeVar("T")
 memory_app = typer.Typer(help="What the memory read models know.", no_args_is_help=True)
+TextArgument = Annotated[str, typer.Argument(help="The question, in plain words (at most 4,096 characters)")]
+SessionOption = Annotated[str | None, typer.Option("--session", help="Only this session")]
+AsOfOption = Annotated[
+    str | None, typer.Option("--as-of", help="What was true at this RFC 3339 time (default: now)")
+]
+ProfileOption = Annotated[
+    str, typer.Option("--profile", help=f"Lane weights and fusion: {', '.join(PROFILES)}")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON")]
 
 
 def register(app: typer.Typer) -> None:
     app.add_typer(memory_app, name="memory")
+
+
+@memory_app.command(
+    "query",
+    help="Hybrid, cited retrieval: exact names, BM25, vectors, graph traversal and verbatim sources, fused. "
+    "Superseded and invalidated facts are left out unless --as-of asks for a time they held.",
+)
+def memory_query(
+    ctx: typer.Context,
+    text: TextArgument,
+    session: SessionOption = None,
+    as_of: AsOfOption = None,
+    limit: Annotated[int, typer.Option("--limit", help="Hits to return (1-100)")] = DEFAULT_LIMIT,
+    profile: ProfileOption = "balanced",
+    as_json: JsonOption = False,
+) -> None:
+    query = _valid(lambda: Query(text=text, session=session, as_of=as_of, limit=limit, profile=profile))
+    result = run(_ask(settings_of(ctx), lambda memory: memory.query(query)))
+    if as_json:
+        print_json(result)
+        return
+    for warning in result.warnings:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    for rank, hit in enumerate(result.hits, 1):
+        window = f"{hit.valid_from} .. {hit.valid_to or 'now'}"
+        lanes = ", ".join(f"{lane} {c.contribution:.4f}" for lane, c in hit.explanation.lanes.items())
+        print(f"{rank:>2}. {hit.score:.4f}  {hit.kind} {hit.entity} ({hit.type})  [{window}]")
+        if hit.summary:
+            print(f"      {' '.join(hit.summary.split())[:200]}")
+        print(f"      lanes: {lanes}")
+        for cited in hit.citations:
+            where = f"  {cited.path}:{cited.line_start}-{cited.line_end}" if cited.path else ""
+            print(f"      cites {cited.uri}{where}")
+    console.print(f"{len(result.hits)} hit(s) in {result.ms:.1f} ms", highlight=False)
+
+
+@memory_app.command(
+    "checkout",
+    help="The prompt-ready Memory Checkout: current facts, verbatim snippets, inferred context marked "
+    "non-authoritative, evidence, answerability and guidance, within a token budget.",
+)
+def memory_checkout(
+    ctx: typer.Context,
+    text: TextArgument,
+    session: SessionOption = None,
+    as_of: AsOfOption = None,
+    limit: Annotated[int, typer.Option("--limit", help="Retrieval hits to consider (1-100)")] = 20,
+    profile: ProfileOption = "balanced",
+    budget: Annotated[
+        int, typer.Option("--budget", help="Token budget of the prompt text (never exceeded)")
+    ] = DEFAULT_TOKEN_BUDGET,
+    as_json: JsonOption = False,
+) -> None:
+    request = _valid(
+        lambda: CheckoutRequest(
+            text=text, session=session, as_of=as_of, limit=limit, profile=profile, token_budget=budget
+        )
+    )
+    checkout = run(_ask(settings_of(ctx), lambda memory: memory.checkout(request)))
+    if as_json:
+        print_json(checkout)
+        return
+    print(checkout.prompt)
+    verdict = checkout.answerability
+    console.print(
+        f"answer from memory: {verdict.answer_from_memory}  refresh: {verdict.refresh_recommended}  "
+        f"ask user: {verdict.ask_user}  ({checkout.diagnostics.tokens}/{budget} tokens)",
+        highlight=False,
+    )
+
+
+def _valid(build: Callable[[], T]) -> T:
+    try:
+        return build()
+    except QueryError as exc:
+        fail(f"invalid input: {exc}", EXIT_INVALID)
+
+
+async def _ask(settings: Settings, ask: Callable[[MemoryClient], Awaitable[T]]) -> T:
+    async with await EventLog.open(settings, persistent=False) as log:
+        try:
+            return await ask(MemoryClient(log.client))
+        except QueryError as exc:
+            fail(f"invalid input: {exc}", EXIT_INVALID)
+        except MemoryUnavailableError as exc:
+            fail(str(exc), EXIT_FAILED)
 
 
 @memory_app.command(
@@ -27,7 +131,7 @@ def register(app: typer.Typer) -> None:
 def inferred_status(
     ctx: typer.Context,
     session: Annotated[str | None, typer.Option(help="Only this session")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     status = run(_status(settings_of(ctx), session))
     if as_json:

@@ -1,0 +1,1 @@
+"""The Memory Checkout: prompt-ready, cited bundles of what memory knows."""

@@ -1,0 +1,253 @@
+"""`assemble_context`: a question in, a prompt-ready, cited Memory Checkout out.
+
+Hits become facts (entities found on their own), snippets (verbatim events and source spans) and
+inferred context (entities reached only through an inferred or causal edge, and the inferred links of
+facts). Answerability is decided from what made it into the prompt:
+
+- `ask_user` when no fact or snippet did;
+- `answer_from_memory` when at least one of them was found by the exact lane or by two lanes or more;
+- `refresh_recommended` when a lane failed, when only inferred context was found, or when the newest
+  evidence of a "now" question is older than `STALE_AFTER_DAYS`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Final
+
+from readmodels.checkout.budget import clip, estimate_tokens
+from readmodels.checkout.model import (
+    Answerability,
+    CheckoutRequest,
+    Diagnostics,
+    Fact,
+    InferredContext,
+    MemoryCheckout,
+    Snippet,
+)
+from readmodels.checkout.prompt import PromptBuilder, Section
+from readmodels.retrieval.model import Citation, Hit, InferredLink, Query, QueryResult
+from readmodels.retrieval.protocol import Memory
+
+STALE_AFTER_DAYS: Final = 30
+MAX_ITEM_TOKENS: Final = 160
+MAX_QUESTION_TOKENS: Final = 80
+
+
+async def assemble_context(memory: Memory, request: CheckoutRequest) -> MemoryCheckout:
+    query = Query(
+        text=request.text,
+        session=request.session,
+        as_of=request.as_of,
+        limit=request.limit,
+        profile=request.profile,
+        include_inferred=request.include_inferred,
+    )
+    return checkout_from(await memory.query(query), request)
+
+
+def _only_inferred(hit: Hit) -> bool:
+    return hit.inferred is not None and set(hit.explanation.lanes) == {"traversal"}
+
+
+def _link_citation(link: InferredLink) -> Citation:
+    session, rest = link.citation.removeprefix("eventloom://").split("/events/", 1)
+    seq, short_hash = rest.split("#", 1)
+    return Citation(uri=link.citation, session=session, seq=int(seq), hash=short_hash)
+
+
+def _window(hit: Hit) -> str:
+    return f"valid {hit.valid_from} to {hit.valid_to}" if hit.valid_to else f"since {hit.valid_from}"
+
+
+def checkout_from(result: QueryResult, request: CheckoutRequest) -> MemoryCheckout:
+    worst = Answerability(answer_from_memory=False, refresh_recommended=True, ask_user=False, reasons=[])
+    longest_guidance = _guidance_lines(_guidance(request, worst, True, 10**9, 10**9))
+    builder = PromptBuilder(
+        budget=request.token_budget,
+        header=_header(request),
+        reserve=estimate_tokens("\n".join(longest_guidance)) + 1,
+    )
+    facts_section = builder.section(f"## Facts (authoritative, as of {request.as_of or 'now'})")
+    snippets_section = builder.section("## Verbatim snippets")
+    inferred_section = builder.section("## Inferred and causal context (NOT authoritative)")
+    facts: list[Fact] = []
+    snippets: list[Snippet] = []
+    inferred: list[InferredContext] = []
+    placed: list[Hit] = []
+    for hit in result.hits:  # facts first: they are the authoritative part
+        if hit.kind == "entity" and not _only_inferred(hit):
+            line = f"- {hit.entity} ({hit.type}): {_flat(hit.summary)} ({_window(hit)}) {{refs}}"
+            numbers = builder.try_add(facts_section, line, hit.citations)
+            if numbers is not None:
+                facts.append(_fact(hit, numbers))
+                placed.append(hit)
+    cited_by_facts = {cited.uri for cited in builder.evidence}
+    for hit in result.hits:
+        if hit.kind == "entity" or (hit.kind == "event" and _already_cited(hit, cited_by_facts)):
+            continue  # an event that asserted a fact shown adds only its one-line summary
+        text = _flat(hit.summary)
+        line = f"- {{refs}} {hit.entity} ({hit.type}, {hit.valid_from}): {text}"
+        numbers = builder.try_add(snippets_section, line, hit.citations)
+        if numbers is not None:
+            snippets.append(_snippet(hit, text, numbers))
+            placed.append(hit)
+    for hit in result.hits:
+        if hit.inferred is not None:
+            item = _inferred_item(builder, inferred_section, hit, hit.inferred)
+            if item is not None:
+                inferred.append(item)
+    superseded = result.excluded_not_current + sum(hit.superseded_versions for hit in facts_hits(placed))
+    answerability = _answerability(result, request, placed, inferred)
+    guidance = _guidance(request, answerability, bool(inferred), superseded, builder.left_out)
+    builder.header += _guidance_lines(guidance)  # fits: its longest form was reserved
+    builder.reserve = 0
+    return MemoryCheckout(
+        request=request,
+        facts=facts,
+        snippets=snippets,
+        inferred=inferred,
+        evidence=builder.evidence,
+        superseded_excluded=superseded,
+        answerability=answerability,
+        guidance=guidance,
+        warnings=result.warnings,
+        diagnostics=Diagnostics(
+            lanes_used=[r.lane for r in result.lanes if r.error is None],
+            lane_candidates={r.lane: r.candidates for r in result.lanes},
+            lane_errors={r.lane: r.error for r in result.lanes if r.error is not None},
+            hits_considered=len(result.hits),
+            facts=len(facts),
+            snippets=len(snippets),
+            inferred_context=len(inferred),
+            superseded_excluded=superseded,
+            left_out_for_budget=builder.left_out,
+            tokens=builder.tokens,
+            token_budget=request.token_budget,
+            retrieval_ms=result.ms,
+        ),
+        prompt=builder.text(),
+    )
+
+
+def _flat(text: str) -> str:
+    return clip(" ".join(text.split()), MAX_ITEM_TOKENS)
+
+
+def _already_cited(hit: Hit, uris: set[str]) -> bool:
+    return all(cited.uri in uris for cited in hit.citations)
+
+
+def facts_hits(hits: list[Hit]) -> list[Hit]:
+    return [hit for hit in hits if hit.kind == "entity"]
+
+
+def _header(request: CheckoutRequest) -> list[str]:
+    scope = f"session {request.session}" if request.session else "all sessions"
+    header = ["# Memory checkout", f"Question: {clip(request.text, MAX_QUESTION_TOKENS)}", f"Scope: {scope}"]
+    if request.as_of:
+        header.append(f"As of: {request.as_of} (what was true then)")
+    return header
+
+
+def _fact(hit: Hit, numbers: list[int]) -> Fact:
+    return Fact(
+        entity=hit.entity,
+        type=hit.type,
+        summary=hit.summary,
+        valid_from=hit.valid_from,
+        valid_to=hit.valid_to,
+        version=hit.version,
+        score=hit.score,
+        evidence=numbers,
+    )
+
+
+def _snippet(hit: Hit, text: str, numbers: list[int]) -> Snippet:
+    return Snippet(
+        title=hit.entity, type=hit.type, text=text, ts=hit.valid_from, score=hit.score, evidence=numbers
+    )
+
+
+def _inferred_item(
+    builder: PromptBuilder, section: Section, hit: Hit, link: InferredLink
+) -> InferredContext | None:
+    statement = f"{link.source} -{link.relation_type}-> {link.target}"
+    line = (
+        f"- {statement} ({link.kind}, confidence {link.confidence:.2f}, trust {link.trust:.2f}, "
+        f"method {link.method}) {{refs}}"
+    )
+    numbers = builder.try_add(section, line, [_link_citation(link)])
+    if numbers is None:
+        return None
+    return InferredContext(
+        statement=statement,
+        kind=link.kind,
+        about=hit.entity,
+        confidence=link.confidence,
+        trust=link.trust,
+        method=link.method,
+        evidence=numbers,
+    )
+
+
+def _answerability(
+    result: QueryResult, request: CheckoutRequest, placed: list[Hit], inferred: list[InferredContext]
+) -> Answerability:
+    reasons: list[str] = []
+    grounded = [hit for hit in placed if "exact" in hit.explanation.lanes or len(hit.explanation.lanes) >= 2]
+    refresh = False
+    if not placed:
+        reasons.append(
+            "nothing in memory matches the question" + (" (only inferred context)" if inferred else "")
+        )
+        refresh = bool(inferred)
+    elif grounded:
+        reasons.append(f"{len(grounded)} item(s) found by the exact lane or by two lanes or more")
+    else:
+        reasons.append("only weak matches (one lane each): treat them as leads, not answers")
+    if result.warnings:
+        refresh = True
+        reasons.append("some lanes failed: " + "; ".join(result.warnings))
+    newest = max((hit.valid_from for hit in placed), default=None)
+    if newest is not None and request.as_of is None and _older_than(newest, STALE_AFTER_DAYS):
+        refresh = True
+        reasons.append(f"the newest evidence is from {newest}, over {STALE_AFTER_DAYS} days ago")
+    return Answerability(
+        answer_from_memory=bool(grounded), refresh_recommended=refresh, ask_user=not placed, reasons=reasons
+    )
+
+
+def _older_than(ts: str, days: int) -> bool:
+    try:
+        moment = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return datetime.now(UTC) - moment > timedelta(days=days)
+
+
+def _guidance_lines(guidance: list[str]) -> list[str]:
+    return ["", "## Guidance", *(f"- {line}" for line in guidance)]
+
+
+def _guidance(
+    request: CheckoutRequest, answerability: Answerability, inferred: bool, superseded: int, left_out: int
+) -> list[str]:
+    lines = [
+        "Answer from the facts and snippets below and cite them as [n]; each [n] is an event of the log."
+    ]
+    when = f"as of {request.as_of}" if request.as_of else "now"
+    lines.append(f"Facts hold {when}; {superseded} superseded or invalidated item(s) were left out.")
+    if inferred:
+        lines.append(
+            "Inferred and causal context is NOT authoritative: present it as a possibility, with its trust."
+        )
+    if answerability.ask_user:
+        lines.append("Memory has nothing on this: ask the user rather than guess.")
+    elif not answerability.answer_from_memory:
+        lines.append("The matches are weak: confirm with the user before relying on them.")
+    if answerability.refresh_recommended:
+        lines.append("Memory may be stale or incomplete here: re-check before acting.")
+    if left_out:
+        lines.append(f"{left_out} more item(s) did not fit the token budget; query memory for more.")
+    return lines

@@ -1,0 +1,119 @@
+"""The Memory Checkout: what an agent pastes into its prompt, and everything needed to trust it.
+
+Facts are current (or as of the asked time) entity versions; snippets are verbatim text from the log;
+inferred and causal context is marked non-authoritative with its trust. Every item points into
+`evidence`, the numbered list of cited events, so the prompt can say "[2]" and a reader can follow it.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+import msgspec
+
+from readmodels.retrieval.fusion import PROFILES
+from readmodels.retrieval.model import MAX_QUERY_CHARS, Citation, QueryError
+
+DEFAULT_TOKEN_BUDGET: Final = 1500
+MIN_TOKEN_BUDGET: Final = 200
+MAX_TOKEN_BUDGET: Final = 100_000
+DEFAULT_CONSIDERED: Final = 20
+MAX_CONSIDERED: Final = 100
+
+
+class CheckoutRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    text: str
+    session: str | None = None
+    as_of: str | None = None
+    profile: str = "balanced"
+    limit: int = DEFAULT_CONSIDERED
+    """How many retrieval hits to consider (the token budget decides how many make it in)."""
+    token_budget: int = DEFAULT_TOKEN_BUDGET
+    include_inferred: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.text.strip():
+            raise QueryError("text: must not be empty")
+        if len(self.text) > MAX_QUERY_CHARS:
+            raise QueryError(f"text: longer than {MAX_QUERY_CHARS} characters")
+        if not 1 <= self.limit <= MAX_CONSIDERED:
+            raise QueryError(f"limit: must be between 1 and {MAX_CONSIDERED}, got {self.limit}")
+        if not MIN_TOKEN_BUDGET <= self.token_budget <= MAX_TOKEN_BUDGET:
+            bounds = f"between {MIN_TOKEN_BUDGET} and {MAX_TOKEN_BUDGET}"
+            raise QueryError(f"token_budget: must be {bounds}, got {self.token_budget}")
+        if self.profile not in PROFILES:
+            raise QueryError(f"profile: expected one of {', '.join(PROFILES)}, got {self.profile!r}")
+
+
+class Fact(msgspec.Struct, frozen=True, kw_only=True):
+    entity: str
+    type: str
+    summary: str
+    valid_from: str
+    valid_to: str | None
+    version: int | None
+    score: float
+    evidence: list[int]
+    """Indexes (1-based) into `MemoryCheckout.evidence`."""
+
+
+class Snippet(msgspec.Struct, frozen=True, kw_only=True):
+    """Verbatim text from the log: what was said, run, decided, explained, or a cited source span."""
+
+    title: str
+    type: str
+    text: str
+    ts: str
+    score: float
+    evidence: list[int]
+
+
+class InferredContext(msgspec.Struct, frozen=True, kw_only=True):
+    """An inferred or causal link: context to weigh, never a fact to state."""
+
+    statement: str
+    kind: Literal["inferred", "causal"]
+    about: str
+    confidence: float
+    trust: float
+    method: str
+    evidence: list[int]
+    authoritative: bool = False
+
+
+class Answerability(msgspec.Struct, frozen=True, kw_only=True):
+    answer_from_memory: bool
+    refresh_recommended: bool
+    ask_user: bool
+    reasons: list[str]
+
+
+class Diagnostics(msgspec.Struct, frozen=True, kw_only=True):
+    lanes_used: list[str]
+    lane_candidates: dict[str, int]
+    lane_errors: dict[str, str]
+    hits_considered: int
+    facts: int
+    snippets: int
+    inferred_context: int
+    superseded_excluded: int
+    left_out_for_budget: int
+    tokens: int
+    token_budget: int
+    retrieval_ms: float
+
+
+class MemoryCheckout(msgspec.Struct, frozen=True, kw_only=True):
+    request: CheckoutRequest
+    facts: list[Fact]
+    snippets: list[Snippet]
+    inferred: list[InferredContext]
+    evidence: list[Citation]
+    superseded_excluded: int
+    """Versions and entities left out because they no longer held at the asked time."""
+    answerability: Answerability
+    guidance: list[str]
+    warnings: list[str]
+    diagnostics: Diagnostics
+    prompt: str
+    """The bundle as prompt text, within `request.token_budget` tokens (see `readmodels.checkout.budget`)."""

@@ -1,0 +1,59 @@
+"""`MemoryClient`: a `MemoryService` that asks the query service over NATS (any process, no state)."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import msgspec
+import nats.errors
+from nats.aio.client import Client
+
+from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
+from readmodels.inferred.model import InferredStatus
+from readmodels.query.protocol import MemoryUnavailableError
+from readmodels.query.service import SUBJECT_PREFIX, InferredRequest, Reply
+from readmodels.retrieval.model import Query, QueryError, QueryResult
+
+T = TypeVar("T")
+DEFAULT_TIMEOUT_S = 30.0
+
+
+class MemoryQueryFailed(Exception):
+    """The query service hit an unexpected error (its message is in this one)."""
+
+
+class MemoryClient:
+    def __init__(self, client: Client, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.client = client
+        self.timeout_s = timeout_s
+
+    async def query(self, query: Query) -> QueryResult:
+        return await self._ask("query", query, QueryResult)
+
+    async def checkout(self, request: CheckoutRequest) -> MemoryCheckout:
+        return await self._ask("checkout", request, MemoryCheckout)
+
+    async def inferred_status(self, session: str | None = None) -> InferredStatus:
+        return await self._ask("inferred", InferredRequest(session=session), InferredStatus)
+
+    async def _ask(self, name: str, request: Any, answer: type[T]) -> T:
+        try:
+            response = await self.client.request(
+                SUBJECT_PREFIX + name, msgspec.json.encode(request), timeout=self.timeout_s
+            )
+        except nats.errors.NoRespondersError:
+            raise MemoryUnavailableError(
+                "no query service is running: start the node (`eventloom up --detach`)"
+            ) from None
+        except nats.errors.TimeoutError:
+            raise MemoryUnavailableError(
+                f"the query service did not answer within {self.timeout_s:g}s"
+            ) from None
+        reply = msgspec.json.decode(response.data, type=Reply)
+        if reply.error is not None:
+            if reply.error.code == "invalid_input":
+                raise QueryError(reply.error.message)
+            if reply.error.code == "unavailable":
+                raise MemoryUnavailableError(reply.error.message)
+            raise MemoryQueryFailed(reply.error.message)
+        return msgspec.convert(reply.result, answer)

@@ -1,0 +1,35 @@
+"""`LocalMemory`: a `MemoryService` over read models open in this process."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from readmodels.checkout.assemble import assemble_context
+from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
+from readmodels.inferred.model import InferredStatus
+from readmodels.inferred.sqlite_store import SqliteInferredStore
+from readmodels.query.protocol import MemoryUnavailableError
+from readmodels.retrieval.model import Query, QueryResult
+from readmodels.retrieval.retriever import ReadModels, Retriever
+
+
+class LocalMemory:
+    def __init__(
+        self,
+        models: Callable[[], ReadModels],
+        inferred: Callable[[], SqliteInferredStore | None] = lambda: None,
+    ) -> None:
+        self.retriever = Retriever(models)
+        self._inferred = inferred
+
+    async def query(self, query: Query) -> QueryResult:
+        return await self.retriever.query(query)
+
+    async def checkout(self, request: CheckoutRequest) -> MemoryCheckout:
+        return await assemble_context(self.retriever, request)
+
+    async def inferred_status(self, session: str | None = None) -> InferredStatus:
+        store = self._inferred()
+        if store is None:
+            raise MemoryUnavailableError("the inferred-edge read model is not running here")
+        return await store.status(session)

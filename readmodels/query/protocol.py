@@ -1,0 +1,21 @@
+"""`MemoryService`: what an agent can ask memory, in process (`LocalMemory`) or over NATS (`MemoryClient`)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
+from readmodels.inferred.model import InferredStatus
+from readmodels.retrieval.model import Query, QueryResult
+
+
+class MemoryUnavailableError(Exception):
+    """No query service answered, or the read model asked for does not exist yet."""
+
+
+class MemoryService(Protocol):
+    async def query(self, query: Query) -> QueryResult: ...
+
+    async def checkout(self, request: CheckoutRequest) -> MemoryCheckout: ...
+
+    async def inferred_status(self, session: str | None = None) -> InferredStatus: ...

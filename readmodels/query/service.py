@@ -1,0 +1,85 @@
+"""Memory queries over NATS request/reply, in the queue group `memory`, so gateways stay stateless.
+
+Subjects (`eventloom.q.memory.*`): `query` (a `Query`), `checkout` (a `CheckoutRequest`) and `inferred`
+(`{"session": ...}`). Replies are `{"result": ...}` or `{"error": {"code", "message"}}`; codes are
+`invalid_input` (the message names the field), `unavailable` and `internal`. Plain JSON on the wire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, Literal
+
+import msgspec
+import nats.errors
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+
+from readmodels.checkout.model import CheckoutRequest
+from readmodels.query.protocol import MemoryService, MemoryUnavailableError
+from readmodels.retrieval.model import Query, QueryError
+
+log = logging.getLogger(__name__)
+SUBJECT_PREFIX: Final = "eventloom.q.memory."
+QUEUE: Final = "memory"
+ErrorCode = Literal["invalid_input", "unavailable", "internal"]
+
+
+class ErrorBody(msgspec.Struct, frozen=True):
+    code: ErrorCode
+    message: str
+
+
+class Reply(msgspec.Struct, frozen=True, omit_defaults=True):
+    result: Any = None
+    error: ErrorBody | None = None
+
+
+class InferredRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    session: str | None = None
+
+
+def _handlers(memory: MemoryService) -> dict[str, Callable[[bytes], Awaitable[Any]]]:
+    async def query(data: bytes) -> Any:
+        return await memory.query(msgspec.json.decode(data, type=Query))
+
+    async def checkout(data: bytes) -> Any:
+        return await memory.checkout(msgspec.json.decode(data, type=CheckoutRequest))
+
+    async def inferred(data: bytes) -> Any:
+        return await memory.inferred_status(msgspec.json.decode(data, type=InferredRequest).session)
+
+    return {"query": query, "checkout": checkout, "inferred": inferred}
+
+
+async def answer(handler: Callable[[bytes], Awaitable[Any]], data: bytes) -> Reply:
+    try:
+        return Reply(result=await handler(data))
+    except (msgspec.DecodeError, msgspec.ValidationError, QueryError) as exc:
+        return Reply(error=ErrorBody("invalid_input", str(exc)))
+    except MemoryUnavailableError as exc:
+        return Reply(error=ErrorBody("unavailable", str(exc)))
+    except Exception as exc:  # the asker gets a reply, not a timeout
+        log.exception("memory query failed")
+        return Reply(error=ErrorBody("internal", f"{type(exc).__name__}: {exc}"))
+
+
+async def serve_memory(client: Client, memory: MemoryService, stop: asyncio.Event) -> None:
+    """Answer memory queries until `stop` is set; each request is answered in its own task."""
+    subscriptions = []
+    for name, handler in _handlers(memory).items():
+
+        async def respond(message: Msg, handler: Callable[[bytes], Awaitable[Any]] = handler) -> None:
+            reply = await answer(handler, message.data)
+            await message.respond(msgspec.json.encode(reply))
+
+        subscriptions.append(await client.subscribe(SUBJECT_PREFIX + name, queue=QUEUE, cb=respond))
+    try:
+        await stop.wait()
+    finally:
+        for subscription in subscriptions:
+            with contextlib.suppress(nats.errors.Error):
+                await subscription.unsubscribe()
