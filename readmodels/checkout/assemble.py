@@ -77,8 +77,8 @@ def checkout_from(result: QueryResult, request: CheckoutRequest) -> MemoryChecko
     placed: list[Hit] = []
     for hit in result.hits:  # facts first: they are the authoritative part
         if hit.kind == "entity" and not _only_inferred(hit):
-            line = f"- {hit.entity} ({hit.type}): {_flat(hit.summary)} ({_window(hit)}) {{refs}}"
-            numbers = builder.try_add(facts_section, line, hit.citations)
+            fact_line = f"- {hit.entity} ({hit.type}): {_flat(hit.summary)} ({_window(hit)}) "
+            numbers = builder.try_add(facts_section, fact_line.__add__, hit.citations)
             if numbers is not None:
                 facts.append(_fact(hit, numbers))
                 placed.append(hit)
@@ -87,8 +87,8 @@ def checkout_from(result: QueryResult, request: CheckoutRequest) -> MemoryChecko
         if hit.kind == "entity" or (hit.kind == "event" and _already_cited(hit, cited_by_facts)):
             continue  # an event that asserted a fact shown adds only its one-line summary
         text = _flat(hit.summary)
-        line = f"- {{refs}} {hit.entity} ({hit.type}, {hit.valid_from}): {text}"
-        numbers = builder.try_add(snippets_section, line, hit.citations)
+        about = f" {hit.entity} ({hit.type}, {hit.valid_from}): {text}"
+        numbers = builder.try_add(snippets_section, lambda refs, a=about: f"- {refs}{a}", hit.citations)
         if numbers is not None:
             snippets.append(_snippet(hit, text, numbers))
             placed.append(hit)
@@ -175,9 +175,9 @@ def _inferred_item(
     statement = f"{link.source} -{link.relation_type}-> {link.target}"
     line = (
         f"- {statement} ({link.kind}, confidence {link.confidence:.2f}, trust {link.trust:.2f}, "
-        f"method {link.method}) {{refs}}"
+        f"method {link.method}) "
     )
-    numbers = builder.try_add(section, line, [_link_citation(link)])
+    numbers = builder.try_add(section, line.__add__, [_link_citation(link)])
     if numbers is None:
         return None
     return InferredContext(

@@ -7,7 +7,7 @@ and counted.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from readmodels.checkout.budget import estimate_tokens
@@ -64,10 +64,12 @@ class PromptBuilder:
     def tokens(self) -> int:
         return estimate_tokens(self.text())
 
-    def try_add(self, section: Section, render: str, citations: Sequence[Citation]) -> list[int] | None:
-        """Add the line `render` (with `{refs}` for its evidence numbers) if it fits; its numbers, or None."""
+    def try_add(
+        self, section: Section, render: Callable[[str], str], citations: Sequence[Citation]
+    ) -> list[int] | None:
+        """Add the line `render(refs)` (refs like "[1] [2]") if it fits; its evidence numbers, or None."""
         numbers, added = self._number(citations)
-        line = render.format(refs=" ".join(f"[{n}]" for n in numbers))
+        line = render(" ".join(f"[{n}]" for n in numbers))
         section.lines.append(line)
         if estimate_tokens(self.text()) + self.reserve <= self.budget:
             return numbers

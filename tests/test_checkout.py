@@ -1,0 +1,210 @@
+"""Memory Checkout: facts, snippets, inferred context marked non-authoritative, evidence, answerability,
+guidance and a token budget that is never exceeded; `after_turn` and `handoff_bundle` on a real log."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eventloom.log import EventLog
+from readmodels.checkout.assemble import assemble_context, checkout_from
+from readmodels.checkout.budget import estimate_tokens
+from readmodels.checkout.model import CheckoutRequest
+from readmodels.checkout.session import after_turn, handoff_bundle
+from readmodels.graph.ladybug import LadybugGraphStore
+from readmodels.query.local import LocalMemory
+from readmodels.retrieval.fusion import Contribution
+from readmodels.retrieval.model import Citation, Explanation, Hit, InferredLink, Query, QueryResult
+from readmodels.retrieval.retriever import Retriever
+from tests.retrieval_support import StoryModels, memory_story, story_models
+from tests.test_graph_support import ts
+from tests.test_ledger import caught_up, running_mirror
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def story(tmp_path: Path) -> AsyncIterator[StoryModels]:
+    async with (
+        LadybugGraphStore(tmp_path / "graph.lbug") as graph,
+        story_models(graph, tmp_path, memory_story().events) as models,
+    ):
+        yield models
+
+
+def cited(seq: int) -> Citation:
+    return Citation(uri=f"eventloom://s/events/{seq}#{seq:012x}", session="s", seq=seq, hash=f"{seq:064x}")
+
+
+def hit(
+    key: str,
+    summary: str,
+    *,
+    kind: str = "entity",
+    lanes: tuple[str, ...] = ("keyword", "vector"),
+    seqs: tuple[int, ...] = (1,),
+    inferred: InferredLink | None = None,
+) -> Hit:
+    contributions = {lane: Contribution(raw=1.0, rank=0, weight=1.0, contribution=0.01) for lane in lanes}
+    return Hit(
+        key=key,
+        kind=kind,  # type: ignore[arg-type]
+        session="s",
+        entity=key,
+        type="service" if kind == "entity" else "transcript.turn",
+        summary=summary,
+        valid_from="2026-11-20T10:00:00.000000Z",
+        valid_to=None,
+        score=0.01 * len(lanes),
+        explanation=Explanation(profile="balanced", fusion="rrf", lanes=contributions),
+        citations=[cited(seq) for seq in seqs],
+        inferred=inferred,
+    )
+
+
+def result_of(*hits: Hit, warnings: tuple[str, ...] = (), excluded: int = 0) -> QueryResult:
+    return QueryResult(
+        query=Query(text="q"),
+        hits=list(hits),
+        lanes=[],
+        warnings=list(warnings),
+        excluded_not_current=excluded,
+        ms=1.0,
+    )
+
+
+def references(prompt: str) -> set[int]:
+    body = prompt.split("## Evidence", maxsplit=1)[0]
+    return {int(n) for n in re.findall(r"\[(\d+)\]", body)}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    budget=st.integers(min_value=200, max_value=2500),
+    summaries=st.lists(st.text(min_size=0, max_size=3000), min_size=0, max_size=25),
+    kinds=st.lists(st.sampled_from(["entity", "event", "source"]), min_size=25, max_size=25),
+    question=st.text(min_size=1, max_size=4096).filter(str.strip),
+)
+def test_the_budget_is_never_exceeded_and_every_reference_resolves(
+    budget: int, summaries: list[str], kinds: list[str], question: str
+) -> None:
+    hits = [
+        hit(f"k{i}", text, kind=kinds[i], seqs=(2 * i + 1, 2 * i + 2)) for i, text in enumerate(summaries)
+    ]
+    checkout = checkout_from(result_of(*hits), CheckoutRequest(text=question, token_budget=budget))
+    assert estimate_tokens(checkout.prompt) <= budget
+    assert checkout.diagnostics.tokens == estimate_tokens(checkout.prompt)
+    assert references(checkout.prompt) <= set(range(1, len(checkout.evidence) + 1))
+    for number, citation in enumerate(checkout.evidence, 1):
+        assert f"[{number}] {citation.uri}" in checkout.prompt
+    placed = len(checkout.facts) + len(checkout.snippets)
+    assert placed + checkout.diagnostics.left_out_for_budget == len(hits)
+
+
+def test_an_entity_reached_only_by_inference_is_context_not_fact() -> None:
+    link = InferredLink(
+        source="billing",
+        relation_type="depends_on",
+        target="auth",
+        kind="inferred",
+        confidence=0.6,
+        method="co_mention_v1",
+        trust=0.25,
+        citation="eventloom://s/events/8#abcdefabcdef",
+    )
+    only = hit("billing", "Charges invoices", lanes=("traversal",), inferred=link)
+    checkout = checkout_from(result_of(only), CheckoutRequest(text="who depends on auth?"))
+    assert checkout.facts == []
+    (context,) = checkout.inferred
+    assert (context.statement, context.authoritative, context.trust) == (
+        "billing -depends_on-> auth",
+        False,
+        0.25,
+    )
+    assert "NOT authoritative" in checkout.prompt
+    assert any("NOT authoritative" in line for line in checkout.guidance)
+    verdict = checkout.answerability
+    assert (verdict.answer_from_memory, verdict.ask_user, verdict.refresh_recommended) == (False, True, True)
+    assert checkout.diagnostics.inferred_context == 1
+
+
+def test_nothing_found_means_ask_the_user() -> None:
+    checkout = checkout_from(result_of(), CheckoutRequest(text="what is the launch date?"))
+    assert checkout.answerability.ask_user and not checkout.answerability.answer_from_memory
+    assert any("ask the user" in line for line in checkout.guidance)
+
+
+def test_weak_single_lane_matches_are_leads_not_answers() -> None:
+    checkout = checkout_from(result_of(hit("x", "maybe", lanes=("vector",))), CheckoutRequest(text="x"))
+    assert not checkout.answerability.answer_from_memory and not checkout.answerability.ask_user
+
+
+def test_a_failed_lane_recommends_a_refresh_with_the_reason() -> None:
+    checkout = checkout_from(
+        result_of(hit("x", "found"), warnings=("lane vector left out: timed out",)), CheckoutRequest(text="x")
+    )
+    assert checkout.answerability.refresh_recommended
+    assert any("timed out" in reason for reason in checkout.answerability.reasons)
+    assert checkout.warnings == ["lane vector left out: timed out"]
+
+
+def test_an_event_already_cited_by_a_fact_is_not_repeated_as_a_snippet() -> None:
+    fact = hit("postgres", "Postgres 16", seqs=(5,))
+    same_event = hit("event:s/5", "fact: postgres (database)", kind="event", seqs=(5,))
+    turn = hit("event:s/6", "the backup failed", kind="event", seqs=(6,))
+    checkout = checkout_from(result_of(fact, same_event, turn), CheckoutRequest(text="postgres"))
+    assert [s.text for s in checkout.snippets] == ["the backup failed"]
+
+
+async def test_superseded_and_invalidated_facts_are_left_out_and_counted(story: StoryModels) -> None:
+    checkout = await assemble_context(
+        Retriever(story.models), CheckoutRequest(text="postgres cluster legacy-ldap")
+    )
+    assert [f.summary for f in checkout.facts if f.entity == "postgres"] == [
+        "Postgres 16 cluster after the upgrade"
+    ]
+    assert "legacy-ldap" not in {f.entity for f in checkout.facts}
+    assert checkout.superseded_excluded >= 2  # postgres's first version, legacy-ldap
+    assert checkout.diagnostics.superseded_excluded == checkout.superseded_excluded
+    assert set(checkout.diagnostics.lanes_used) == {"exact", "keyword", "vector", "traversal", "verbatim"}
+
+
+async def test_as_of_checkout_shows_the_fact_as_it_was(story: StoryModels) -> None:
+    checkout = await assemble_context(
+        Retriever(story.models), CheckoutRequest(text="postgres cluster", as_of=ts(4))
+    )
+    assert [f.summary for f in checkout.facts if f.entity == "postgres"] == ["Postgres 14 cluster"]
+    assert f"As of: {ts(4)}" in checkout.prompt
+
+
+async def test_after_turn_logs_the_turn_and_returns_its_context(log: EventLog, story: StoryModels) -> None:
+    memory = LocalMemory(story.models, lambda: story.inferred)
+    turned = await after_turn(log, memory, "chat-1", "how do we refresh OAuth tokens?", speaker="Maya")
+    events = [event async for event in log.events("chat-1")]
+    assert [(e.type, e.payload) for e in events] == [
+        ("transcript.turn", {"role": "user", "text": "how do we refresh OAuth tokens?", "speaker": "Maya"})
+    ]
+    assert turned.turn == events[0].citation and turned.seq == 1
+    assert turned.checkout.request.session == "chat-1"
+
+
+async def test_handoff_bundle_summarizes_replays_verifies_and_retrieves(
+    log: EventLog, story: StoryModels
+) -> None:
+    memory = LocalMemory(story.models, lambda: story.inferred)
+    async with running_mirror(log):
+        for event in memory_story().events:
+            await log.append("h1", event.type, event.actor, event.payload)
+        await caught_up(log)
+        bundle = await handoff_bundle(log, memory, "h1", replay=3, token_budget=500)
+    assert bundle.summary.events == 8 and bundle.summary.last_seq == 8
+    assert bundle.summary.by_type["memory.fact.asserted"] == 3
+    assert [line.seq for line in bundle.replay] == [6, 7, 8]
+    assert bundle.replay[-1].type == "inference.edge.generated"
+    assert bundle.integrity.ok and bundle.integrity.stream_events == bundle.integrity.ledger_events == 8
+    assert bundle.retrieval.diagnostics.tokens <= 500
