@@ -12,6 +12,7 @@ facts). Answerability is decided from what made it into the prompt:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
@@ -87,8 +88,7 @@ def checkout_from(result: QueryResult, request: CheckoutRequest) -> MemoryChecko
         if hit.kind == "entity" or (hit.kind == "event" and _already_cited(hit, cited_by_facts)):
             continue  # an event that asserted a fact shown adds only its one-line summary
         text = _flat(hit.summary)
-        about = f" {hit.entity} ({hit.type}, {hit.valid_from}): {text}"
-        numbers = builder.try_add(snippets_section, lambda refs, a=about: f"- {refs}{a}", hit.citations)
+        numbers = builder.try_add(snippets_section, _snippet_line(hit, text), hit.citations)
         if numbers is not None:
             snippets.append(_snippet(hit, text, numbers))
             placed.append(hit)
@@ -128,6 +128,11 @@ def checkout_from(result: QueryResult, request: CheckoutRequest) -> MemoryChecko
         ),
         prompt=builder.text(),
     )
+
+
+def _snippet_line(hit: Hit, text: str) -> Callable[[str], str]:
+    about = f" {hit.entity} ({hit.type}, {hit.valid_from}): {text}"
+    return lambda refs: f"- {refs}{about}"
 
 
 def _flat(text: str) -> str:
