@@ -6,9 +6,12 @@ projectors that are running and ready at each query, so it always reads the live
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 from projectors.graph.projector import GraphProjector
 from projectors.inferred.plugin import InferredProjector
 from projectors.keyword.plugin import KeywordProjector
+from projectors.protocol import Projector
 from projectors.runtime import ProjectorRunner
 from projectors.vector.plugin import VectorProjector
 from readmodels.graph.ladybug import LadybugGraphStore
@@ -30,24 +33,30 @@ class LiveReadModels:
     def add(self, runner: ProjectorRunner) -> None:
         self.runners[runner.projector.name] = runner
 
-    def _ready(self, name: str) -> object | None:
-        runner = self.runners.get(name)
-        return runner.projector if runner is not None and runner.ready.is_set() else None
-
-    def models(self) -> ReadModels:
-        keyword, vector = self._ready("keyword"), self._ready("vector")
-        graph, inferred = self._ready("graph"), self.inferred()
-        store = graph.store if isinstance(graph, GraphProjector) else None
-        return ReadModels(
-            keyword=keyword.store if isinstance(keyword, KeywordProjector) else None,
-            vector=vector.store if isinstance(vector, VectorProjector) else None,
-            graph=store if isinstance(store, LadybugGraphStore | Neo4jGraphStore) else None,
-            trust=inferred,
-        )
-
-    def inferred(self) -> SqliteInferredStore | None:
-        projector = self._ready("inferred")
-        return projector.store if isinstance(projector, InferredProjector) else None
+    def ready(self) -> dict[str, Projector]:
+        return {name: r.projector for name, r in self.runners.items() if r.ready.is_set()}
 
     def memory(self) -> LocalMemory:
-        return LocalMemory(self.models, self.inferred)
+        return memory_over(self.ready)
+
+
+def read_models(projectors: Mapping[str, Projector]) -> ReadModels:
+    """The stores of the built-in memory projectors among `projectors` (open ones only)."""
+    keyword, vector, graph = projectors.get("keyword"), projectors.get("vector"), projectors.get("graph")
+    store = graph.store if isinstance(graph, GraphProjector) else None
+    return ReadModels(
+        keyword=keyword.store if isinstance(keyword, KeywordProjector) else None,
+        vector=vector.store if isinstance(vector, VectorProjector) else None,
+        graph=store if isinstance(store, LadybugGraphStore | Neo4jGraphStore) else None,
+        trust=inferred_store(projectors),
+    )
+
+
+def inferred_store(projectors: Mapping[str, Projector]) -> SqliteInferredStore | None:
+    projector = projectors.get("inferred")
+    return projector.store if isinstance(projector, InferredProjector) else None
+
+
+def memory_over(projectors: Callable[[], Mapping[str, Projector]]) -> LocalMemory:
+    """A `LocalMemory` over whatever projectors `projectors()` returns at each question."""
+    return LocalMemory(lambda: read_models(projectors()), lambda: inferred_store(projectors()))

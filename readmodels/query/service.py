@@ -67,8 +67,10 @@ async def answer(handler: Callable[[bytes], Awaitable[Any]], data: bytes) -> Rep
         return Reply(error=ErrorBody("internal", f"{type(exc).__name__}: {exc}"))
 
 
-async def serve_memory(client: Client, memory: MemoryService, stop: asyncio.Event) -> None:
-    """Answer memory queries until `stop` is set; each request is answered in its own task."""
+async def serve_memory(
+    client: Client, memory: MemoryService, stop: asyncio.Event, ready: asyncio.Event | None = None
+) -> None:
+    """Answer memory queries until `stop` is set; `ready` is set once the server knows the subscriptions."""
     subscriptions = []
     for name, handler in _handlers(memory).items():
 
@@ -77,6 +79,9 @@ async def serve_memory(client: Client, memory: MemoryService, stop: asyncio.Even
             await message.respond(msgspec.json.encode(reply))
 
         subscriptions.append(await client.subscribe(SUBJECT_PREFIX + name, queue=QUEUE, cb=respond))
+    await client.flush()
+    if ready is not None:
+        ready.set()
     try:
         await stop.wait()
     finally:
