@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from projectors.doc_projector import InPlaceDocProjector
 from projectors.graph.projector import GraphProjector
 from projectors.inferred.plugin import InferredProjector
 from projectors.keyword.plugin import KeywordProjector
@@ -17,8 +18,10 @@ from projectors.vector.plugin import VectorProjector
 from readmodels.graph.ladybug import LadybugGraphStore
 from readmodels.graph.neo4j import Neo4jGraphStore
 from readmodels.inferred.sqlite_store import SqliteInferredStore
+from readmodels.keyword.protocol import KeywordStore
 from readmodels.query.local import LocalMemory
 from readmodels.retrieval.retriever import ReadModels
+from readmodels.vector.protocol import VectorStore
 
 MEMORY_PROJECTORS = ("graph", "keyword", "vector")
 """The projectors whose read models answer queries: a node running any of them serves queries."""
@@ -42,14 +45,22 @@ class LiveReadModels:
 
 def read_models(projectors: Mapping[str, Projector]) -> ReadModels:
     """The stores of the built-in memory projectors among `projectors` (open ones only)."""
-    keyword, vector, graph = projectors.get("keyword"), projectors.get("vector"), projectors.get("graph")
-    store = graph.store if isinstance(graph, GraphProjector) else None
+    keyword, vector = store_of(projectors, "keyword"), store_of(projectors, "vector")
+    graph = store_of(projectors, "graph")
     return ReadModels(
-        keyword=keyword.store if isinstance(keyword, KeywordProjector) else None,
-        vector=vector.store if isinstance(vector, VectorProjector) else None,
-        graph=store if isinstance(store, LadybugGraphStore | Neo4jGraphStore) else None,
+        keyword=keyword if isinstance(keyword, KeywordStore) else None,
+        vector=vector if isinstance(vector, VectorStore) else None,
+        graph=graph if isinstance(graph, LadybugGraphStore | Neo4jGraphStore) else None,
         trust=inferred_store(projectors),
     )
+
+
+def store_of(projectors: Mapping[str, Projector], name: str) -> object | None:
+    """The store of a built-in projector (embedded or Neo4j flavour alike): they all keep it in `store`."""
+    projector = projectors.get(name)
+    if isinstance(projector, GraphProjector | KeywordProjector | VectorProjector | InPlaceDocProjector):
+        return projector.store
+    return None
 
 
 def inferred_store(projectors: Mapping[str, Projector]) -> SqliteInferredStore | None:

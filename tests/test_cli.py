@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from eventloom.settings import Settings
-from readmodels.graph import ladybug_schema
+from readmodels.graph import ladybug_schema, neo4j_schema
 from tests.conftest import run_cli
 
 
@@ -261,4 +261,6 @@ def test_graph_query_rebuild_and_schema_plan(node: Settings) -> None:
     assert [m["name"] for m in listed["migrations"]] == [m.name for m in ladybug_schema.schema_plan()]
     neo = json.loads(run_cli(node, "schema-plan", "--backend", "neo4j", "--json").stdout)
     names = [m["name"] for m in neo["migrations"]]
-    assert neo["backend"] == "neo4j" and names[-1] == "0004_entity_vector"  # planned without any Neo4j
+    assert neo["backend"] == "neo4j" and names == [
+        m.name for m in neo4j_schema.schema_plan()
+    ]  # no Neo4j needed

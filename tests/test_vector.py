@@ -16,7 +16,8 @@ from projectors.plugins import load_projector
 from projectors.rebuild import rebuild
 from projectors.vector.plugin import VectorProjector
 from readmodels.vector.embedders import HashEmbedder
-from readmodels.vector.sqlite_store import SqliteVectorStore, embedded_text
+from readmodels.vector.protocol import VectorStore, embedded_text
+from readmodels.vector.sqlite_store import SqliteVectorStore
 from tests.runtime_support import drained, running
 from tests.test_graph_support import ts
 from tests.test_keyword import story
@@ -31,6 +32,7 @@ async def store(tmp_path: Path) -> Any:
 
 
 async def test_search_is_exact_cosine_over_the_filtered_documents(store: SqliteVectorStore) -> None:
+    assert isinstance(store, VectorStore)
     events = story().events
     assert await store.apply("vector", [memory_docs(e) for e in events]) == len(events)
     question = "token refresh keeps failing at midnight"

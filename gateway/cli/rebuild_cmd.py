@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -30,9 +31,10 @@ ProgressFn = Callable[[int, int], None]
 def register(app: typer.Typer) -> None:
     app.command(
         "rebuild",
-        help="Rebuild a read model from the log. LadybugDB: from stream seq 1 into a new generation, swapped "
-        "in atomically. Neo4j (graph only): the database is emptied and bulk-loaded from the stream or a "
-        "verified ledger directory; stop the graph projector that writes it first.",
+        help="Rebuild a read model from the log. Embedded: from stream seq 1 into a new generation, swapped "
+        "in atomically. Neo4j: in place, so stop the projector that writes the model first; the graph is "
+        "emptied and bulk-loaded from the stream or a verified ledger directory, the keyword and vector "
+        "models are cleared and replayed from stream seq 1.",
     )(rebuild_command)
 
 
@@ -52,11 +54,9 @@ def rebuild_command(
 ) -> None:
     settings = settings_of(ctx)
     chosen = backend_of(settings, backend)
-    if chosen is Backend.neo4j:
-        if name != "graph":
-            fail(f"--backend neo4j rebuilds the graph only, not {name!r}", EXIT_INVALID)
-        if not settings.neo4j_uri:
-            fail("neo4j_uri: not set (NEO4J_URI; `eventloom dev neo4j` starts a local server)", EXIT_INVALID)
+    if chosen is Backend.neo4j and not settings.neo4j_uri:
+        fail("neo4j_uri: not set (NEO4J_URI; `eventloom dev neo4j` starts a local server)", EXIT_INVALID)
+    if chosen is Backend.neo4j and name == "graph":
         neo4j_report = _guarded(_rebuild_neo4j(settings, from_ledger, keyring, show_progress=not as_json))
         if as_json:
             print_json(neo4j_report)
@@ -68,10 +68,16 @@ def rebuild_command(
         )
         return
     if from_ledger is not None:
-        fail("--from-ledger is for --backend neo4j; an embedded rebuild replays the stream", EXIT_INVALID)
+        fail("--from-ledger loads the graph on Neo4j; other rebuilds replay the stream", EXIT_INVALID)
+    settings = dataclasses.replace(settings, graph_backend=chosen.value)  # where the model's projector writes
     report = _guarded(_rebuild(settings, name, show_progress=not as_json))
     if as_json:
         print_json(report)
+    elif report.in_place:
+        console.print(
+            f"rebuilt {report.projector} in place on Neo4j: {report.events} events in "
+            f"{report.seconds:.2f}s ({report.events_per_s:,.0f} events/s)"
+        )
     else:
         console.print(
             f"rebuilt {report.projector} into generation {report.generation}: {report.events} events in "

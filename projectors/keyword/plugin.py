@@ -1,14 +1,19 @@
-"""The `keyword` entry point: BM25 search in SQLite FTS5 under `<data>/readmodels/keyword`, rebuildable."""
+"""The `keyword` entry point: BM25 search in SQLite FTS5 under `<data>/readmodels/keyword`, rebuildable,
+or, with `EVENTLOOM_GRAPH_BACKEND=neo4j`, in a full-text index of the graph's Neo4j (rebuilt in place)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
+from eventloom.errors import EventloomError
 from eventloom.event import Event
+from projectors.doc_projector import InPlaceDocProjector
 from projectors.documents import memory_docs
 from projectors.plugins import PluginContext
 from readmodels.generations import Generations
+from readmodels.graph.backends import neo4j_keyword_store
+from readmodels.keyword.neo4j_fulltext import Neo4jKeywordStore
 from readmodels.keyword.sqlite_fts import SqliteKeywordStore
 
 DATABASE = "keyword.sqlite"
@@ -48,5 +53,9 @@ class KeywordProjector:
         await self.store.close()
 
 
-def keyword_projector(context: PluginContext) -> KeywordProjector:
+def keyword_projector(context: PluginContext) -> KeywordProjector | InPlaceDocProjector[Neo4jKeywordStore]:
+    if context.settings.graph_backend == "neo4j":
+        if context.generation is not None:
+            raise EventloomError("on Neo4j the keyword model has no generations: it is rebuilt in place")
+        return InPlaceDocProjector(context.name, neo4j_keyword_store(context.settings))
     return KeywordProjector(context)

@@ -1,4 +1,5 @@
-"""The `vector` entry point: embeddings in SQLite under `<data>/readmodels/vector`, rebuildable.
+"""The `vector` entry point: embeddings in SQLite under `<data>/readmodels/vector`, rebuildable, or, with
+`EVENTLOOM_GRAPH_BACKEND=neo4j`, in a vector index of the graph's Neo4j (rebuilt in place).
 
 The embedder is `EVENTLOOM_EMBEDDER` (default `hash`) at `EVENTLOOM_VECTOR_DIMENSIONS` (default 384).
 Changing either makes a new vector space: `eventloom rebuild vector` re-embeds everything into it.
@@ -9,11 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from eventloom.errors import EventloomError
 from eventloom.event import Event
+from projectors.doc_projector import InPlaceDocProjector
 from projectors.documents import memory_docs
 from projectors.plugins import PluginContext
 from readmodels.generations import Generations
+from readmodels.graph.backends import neo4j_vector_store
 from readmodels.vector.embedders import Embedder, load_embedder
+from readmodels.vector.neo4j_store import Neo4jVectorStore
 from readmodels.vector.sqlite_store import SqliteVectorStore
 
 DATABASE = "vector.sqlite"
@@ -49,5 +54,11 @@ class VectorProjector:
         await self.store.close()
 
 
-def vector_projector(context: PluginContext) -> VectorProjector:
+def vector_projector(context: PluginContext) -> VectorProjector | InPlaceDocProjector[Neo4jVectorStore]:
+    settings = context.settings
+    if settings.graph_backend == "neo4j":
+        if context.generation is not None:
+            raise EventloomError("on Neo4j the vector model has no generations: it is rebuilt in place")
+        embedder = load_embedder(settings.embedder, settings.vector_dimensions)
+        return InPlaceDocProjector(context.name, neo4j_vector_store(settings, embedder))
     return VectorProjector(context)

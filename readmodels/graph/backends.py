@@ -1,17 +1,51 @@
-"""The graph backend a deployment uses, from its settings (`EVENTLOOM_GRAPH_BACKEND`, `NEO4J_*`)."""
+"""The backends a deployment uses, from its settings (`EVENTLOOM_GRAPH_BACKEND`, `NEO4J_*`).
+
+With `EVENTLOOM_GRAPH_BACKEND=neo4j` the graph, keyword and vector read models all live in that Neo4j
+database, under one schema (`readmodels.graph.neo4j_schema`).
+"""
 
 from __future__ import annotations
 
 from eventloom.settings import Settings
 from readmodels.graph.neo4j import Neo4jGraphStore
+from readmodels.keyword.neo4j_fulltext import Neo4jKeywordStore
+from readmodels.vector.embedders import Embedder
+from readmodels.vector.neo4j_store import Neo4jVectorStore
+
+
+def _uri(settings: Settings) -> str:
+    if not settings.neo4j_uri:
+        raise ValueError("neo4j_uri: not set (NEO4J_URI)")
+    return settings.neo4j_uri
 
 
 def neo4j_store(settings: Settings) -> Neo4jGraphStore:
-    """A (not yet opened) store on the Neo4j server the settings name."""
-    if not settings.neo4j_uri:
-        raise ValueError("neo4j_uri: not set (NEO4J_URI)")
+    """A (not yet opened) graph store on the Neo4j server the settings name."""
     return Neo4jGraphStore(
-        settings.neo4j_uri,
+        _uri(settings),
+        user=settings.neo4j_user,
+        password=settings.neo4j_password,
+        database=settings.neo4j_database,
+        vector_dimensions=settings.vector_dimensions,
+    )
+
+
+def neo4j_keyword_store(settings: Settings) -> Neo4jKeywordStore:
+    """A (not yet opened) keyword store on the Neo4j server the settings name."""
+    return Neo4jKeywordStore(
+        _uri(settings),
+        user=settings.neo4j_user,
+        password=settings.neo4j_password,
+        database=settings.neo4j_database,
+        vector_dimensions=settings.vector_dimensions,
+    )
+
+
+def neo4j_vector_store(settings: Settings, embedder: Embedder) -> Neo4jVectorStore:
+    """A (not yet opened) store of `embedder`'s vectors on the Neo4j server the settings name."""
+    return Neo4jVectorStore(
+        _uri(settings),
+        embedder,
         user=settings.neo4j_user,
         password=settings.neo4j_password,
         database=settings.neo4j_database,

@@ -19,6 +19,7 @@ import pyarrow as pa
 from readmodels.graph.bulk_loader import SPILL_EVERY_ROWS, BulkLoader, LoadProgress, SpilledFiles
 from readmodels.graph.bulk_tables import CopyTarget, copy_order
 from readmodels.graph.neo4j import Neo4jGraphStore
+from readmodels.graph.neo4j_driver import NOT_GRAPH_LABELS
 from readmodels.graph.protocol import GraphStoreError
 
 ROWS_PER_TRANSACTION: Final = 10_000
@@ -78,7 +79,9 @@ class Neo4jTableSink:
 
     async def open(self) -> None:
         await self.store.open()
-        rows = await self.store.run_write("MATCH (n) WHERE NOT n:Migration RETURN count(n) > 0 AS busy", {})
+        rows = await self.store.run_write(
+            f"MATCH (n) WHERE NOT n:{NOT_GRAPH_LABELS} RETURN count(n) > 0 AS busy", {}
+        )
         if rows[0]["busy"]:
             await self.store.close()
             raise GraphStoreError(f"Neo4j {self.name} already holds a graph; bulk loading needs an empty one")

@@ -44,6 +44,14 @@ _LOOKUPS: Final = (
     ("relates_key", "()-[r:RELATES]-()", "r.key"),
     ("relates_triple", "()-[r:RELATES]-()", "r.triple"),
 )
+_DOC_KEYS: Final = (
+    "CREATE CONSTRAINT keyword_doc_uid IF NOT EXISTS FOR (d:KeywordDoc) REQUIRE d.uid IS UNIQUE",
+    "CREATE CONSTRAINT vector_doc_uid IF NOT EXISTS FOR (d:VectorDoc) REQUIRE d.uid IS UNIQUE",
+    "CREATE CONSTRAINT doc_checkpoint_key IF NOT EXISTS FOR (c:DocCheckpoint) "
+    "REQUIRE (c.model, c.projector, c.session) IS UNIQUE",
+    "CREATE INDEX vector_doc_tag IF NOT EXISTS FOR (d:VectorDoc) ON (d.tag)",
+    "CREATE INDEX vector_doc_tag_session IF NOT EXISTS FOR (d:VectorDoc) ON (d.tag, d.session)",
+)
 
 
 def _migrations(vector_dimensions: int) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -74,14 +82,31 @@ def _migrations(vector_dimensions: int) -> tuple[tuple[str, tuple[str, ...]], ..
                 "`vector.similarity_function`: 'cosine'}}",
             ),
         ),
+        ("0005_memory_doc_keys", _DOC_KEYS),
+        (
+            "0006_keyword_doc_fulltext",
+            (  # 'english' stems with Porter's algorithm, like the embedded FTS5 index
+                "CREATE FULLTEXT INDEX keyword_doc_text IF NOT EXISTS FOR (d:KeywordDoc) "
+                "ON EACH [d.title, d.text] OPTIONS {indexConfig: {`fulltext.analyzer`: 'english'}}",
+            ),
+        ),
+        (
+            "0007_vector_doc_embedding",
+            (  # unquantized: int8 scores of sparse vectors (the `hash` embedder's) misrank candidates
+                "CREATE VECTOR INDEX vector_doc_embedding IF NOT EXISTS FOR (d:VectorDoc) ON (d.embedding) "
+                f"OPTIONS {{indexConfig: {{`vector.dimensions`: {vector_dimensions}, "
+                "`vector.similarity_function`: 'cosine', `vector.quantization.enabled`: false}}",
+            ),
+        ),
     )
 
 
 def schema_plan(vector_dimensions: int = DEFAULT_VECTOR_DIMENSIONS) -> list[PlannedMigration]:
     """Every migration, in order, with its checksum. Pure: connects to nothing.
 
-    The vector width is part of migration 0004: changing it changes the checksum, and the store refuses
-    to open on a database built with another width (re-embedding means a new index, not an edited one).
+    The vector width is part of migrations 0004 and 0007: changing it changes their checksums, and the
+    stores refuse to open on a database built with another width (re-embedding means a new index, not an
+    edited one).
     """
     if not isinstance(vector_dimensions, int) or not 1 <= vector_dimensions <= MAX_VECTOR_DIMENSIONS:
         raise ValueError(f"vector_dimensions: expected an integer from 1 to {MAX_VECTOR_DIMENSIONS}")

@@ -24,6 +24,7 @@ from readmodels.documents import DocKind, EventDocs, MemoryDoc
 from readmodels.sqlite_db import CHECKPOINTS_TABLE, SqliteDb, read_checkpoints, save_checkpoints, unapplied
 from readmodels.vector.embedders import Embedder, Vectors, tag
 from readmodels.vector.index import Mask, VectorIndex
+from readmodels.vector.protocol import VectorHit, embedded_text
 
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS vectors (id INTEGER PRIMARY KEY, tag TEXT NOT NULL, doc BLOB NOT NULL, "
@@ -59,18 +60,6 @@ class _Filters:
         if kinds:
             allowed &= np.isin(self.kinds, list(kinds))
         return allowed
-
-
-class VectorHit(msgspec.Struct, frozen=True, kw_only=True):
-    doc: MemoryDoc
-    score: float
-    """Cosine similarity to the query, from -1 to 1."""
-    citation: str
-    tag: str
-
-
-def embedded_text(doc: MemoryDoc) -> str:
-    return f"{doc.title}\n{doc.text}" if doc.title else doc.text
 
 
 class SqliteVectorStore:
@@ -159,7 +148,7 @@ class SqliteVectorStore:
         """The `limit` documents most similar to `text` among those passing the filters (exact cosine)."""
         if limit <= 0 or not self._docs:
             return []
-        query = self.embedder.embed([text])[0]
+        query = (await asyncio.to_thread(self.embedder.embed, [text]))[0]  # a model may take milliseconds
         if not query.any():
             return []
         async with self._in_memory:

@@ -1,0 +1,121 @@
+"""`Neo4jKeywordStore`: the keyword read model on Neo4j, a full-text (Lucene) index ranked with BM25.
+
+Documents are `KeywordDoc` nodes in the graph's database (`readmodels.neo4j_docs`), indexed by
+`keyword_doc_text` over title and text with the `english` analyzer (Porter stemming, as in the embedded
+FTS5 model). Free text becomes a Lucene query of quoted words only, each searched in the title (boosted by
+`TITLE_WEIGHT`) and in the text, any of them matching: no Lucene syntax from the caller gets through.
+The index returns every match, best first, and the filters apply to those, so a filter never loses recall.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Final
+
+from eventloom.event import citation
+from readmodels.documents import DocKind, EventDocs
+from readmodels.graph.cypher_io import Row
+from readmodels.graph.neo4j_schema import DEFAULT_VECTOR_DIMENSIONS
+from readmodels.keyword.protocol import KeywordHit
+from readmodels.keyword.sqlite_fts import MAX_QUERY_WORDS, TITLE_WEIGHT
+from readmodels.neo4j_docs import DOC_MAP, ORDER_HITS, Neo4jDocs, as_doc, doc_filters, doc_rows
+
+INDEX: Final = "keyword_doc_text"
+_WORD: Final = re.compile(r"\w+", re.UNICODE)
+
+
+def _search(filters: str) -> str:
+    return (
+        f"CALL db.index.fulltext.queryNodes($index, $query) YIELD node AS d, score WHERE {filters} "
+        f"RETURN {DOC_MAP} AS doc, score {ORDER_HITS} LIMIT $limit"
+    )
+
+
+def _quoted(word: str) -> str:
+    # `\w+` words hold neither quotes nor backslashes; escaping them anyway keeps this safe on its own.
+    return '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def lucene_query(text: str) -> str | None:
+    """The Lucene query for free text: each word quoted, in the title (boosted) or the text, any matching."""
+    words = list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))[:MAX_QUERY_WORDS]
+    clauses = [f"title:{_quoted(word)}^{TITLE_WEIGHT} OR text:{_quoted(word)}" for word in words]
+    return " OR ".join(clauses) or None
+
+
+async def _doc_rows(events: list[EventDocs]) -> list[Row]:
+    return doc_rows(events)
+
+
+class Neo4jKeywordStore:
+    """`KeywordStore` on the Neo4j database `database` at `uri` (the graph's, when configured so)."""
+
+    def __init__(
+        self,
+        uri: str,
+        *,
+        user: str = "neo4j",
+        password: str = "",
+        database: str = "neo4j",
+        vector_dimensions: int = DEFAULT_VECTOR_DIMENSIONS,
+        connection_timeout_s: float = 5.0,
+        retry_time_s: float = 15.0,
+    ) -> None:
+        self._docs = Neo4jDocs(
+            "keyword",
+            uri,
+            user=user,
+            password=password,
+            database=database,
+            vector_dimensions=vector_dimensions,  # only for the shared schema's vector indexes
+            connection_timeout_s=connection_timeout_s,
+            retry_time_s=retry_time_s,
+        )
+
+    async def open(self) -> None:
+        await self._docs.open()
+
+    async def close(self) -> None:
+        await self._docs.close()
+
+    async def __aenter__(self) -> Neo4jKeywordStore:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def clear(self) -> None:
+        """Delete every keyword document and checkpoint (a rebuild in place replays the log after)."""
+        await self._docs.clear()
+
+    async def applied_seqs(self, projector: str, sessions: Sequence[str]) -> dict[str, int]:
+        return await self._docs.applied_seqs(projector, sessions)
+
+    async def apply(self, projector: str, batch: Sequence[EventDocs]) -> int:
+        return await self._docs.apply(projector, batch, _doc_rows)
+
+    async def search(
+        self,
+        text: str,
+        *,
+        session: str | None = None,
+        as_of: str | None = None,
+        kinds: Sequence[DocKind] | None = None,
+        limit: int = 10,
+    ) -> list[KeywordHit]:
+        query = lucene_query(text)
+        if query is None or limit <= 0:
+            return []
+        filters, params = doc_filters(session, as_of, kinds)
+        rows = await self._docs.rows(
+            _search(filters), {**params, "index": INDEX, "query": query, "limit": limit}
+        )
+        return [_hit(row) for row in rows]
+
+
+def _hit(row: Row) -> KeywordHit:
+    doc = as_doc(row["doc"])
+    cited = citation(doc.session, doc.seq, doc.event_hash)
+    return KeywordHit(doc=doc, score=round(float(row["score"]), 6), citation=cited)
