@@ -11,7 +11,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from readmodels.retrieval.fusion import LANES, PROFILES, Contribution, Lane
+from readmodels.retrieval.fusion import LANES, PROFILES, Contribution, Fusion, Lane
 
 HitKind = Literal["entity", "event", "source"]
 MAX_QUERY_CHARS: Final = 4096
@@ -34,6 +34,8 @@ class Query(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     limit: int = DEFAULT_LIMIT
     profile: str = "balanced"
     lanes: list[Lane] | None = None
+    fusion: Fusion | None = None
+    """Overrides the profile's fusion (`rrf` or `score`)."""
     depth: int = DEFAULT_DEPTH
     include_inferred: bool = True
 

@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+import msgspec
+
 from readmodels.graph.lookup import Span, cited_spans
 from readmodels.graph.model import InvalidGraphWrite, canonical_ts
 from readmodels.retrieval.fusion import LANES, FusedHit, LaneHit, fuse, profile
@@ -60,6 +62,8 @@ class Retriever:
         started = time.perf_counter()
         as_of = _canonical_as_of(query.as_of)
         chosen = profile(query.profile)
+        if query.fusion is not None:
+            chosen = msgspec.structs.replace(chosen, fusion=query.fusion)
         wanted = [lane for lane in (query.lanes or LANES) if chosen.weights.get(lane, 0) > 0]
         models = self._models()
         pool = max(MIN_POOL, 3 * query.limit)
