@@ -1,20 +1,22 @@
 """`SqliteDb`: an embedded read model's SQLite file, used off the event loop.
 
-One writer thread and one reader thread, each with its own connection. WAL mode lets readers see the last
-commit while a batch is being written. `write` runs a function in one transaction (`BEGIN IMMEDIATE`):
-it commits whole or not at all.
+One writer thread and `READERS` reader threads, each with its own connection. WAL mode lets readers see the
+last commit while a batch is being written; several readers let a question's lanes search at once.
+`write` runs a function in one transaction (`BEGIN IMMEDIATE`): it commits whole or not at all.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Final, Protocol, TypeVar
 
 T = TypeVar("T")
+READERS: Final = 2
 
 
 class SqliteDb:
@@ -23,7 +25,8 @@ class SqliteDb:
         self._schema = schema
         self._read_only = read_only  # another process writes it: open no writer, change no schema
         self._writer: sqlite3.Connection | None = None
-        self._reader: sqlite3.Connection | None = None
+        self._readers = threading.local()
+        self._reader_connections: list[sqlite3.Connection] = []
         self._write_thread: ThreadPoolExecutor | None = None
         self._read_thread: ThreadPoolExecutor | None = None
 
@@ -31,10 +34,10 @@ class SqliteDb:
         if self._write_thread is not None:
             return
         self._write_thread = ThreadPoolExecutor(1, thread_name_prefix=f"sqlite-write-{self.path.stem}")
-        self._read_thread = ThreadPoolExecutor(1, thread_name_prefix=f"sqlite-read-{self.path.stem}")
+        self._read_thread = ThreadPoolExecutor(READERS, thread_name_prefix=f"sqlite-read-{self.path.stem}")
         if not self._read_only:
             await self._run(self._write_thread, self._open_writer)
-        await self._run(self._read_thread, self._open_reader)
+        await self._run(self._read_thread, self._reader)  # fail at open, not at the first read
 
     def _open_writer(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -43,17 +46,26 @@ class SqliteDb:
         for statement in self._schema:
             self._writer.execute(statement)
 
-    def _open_reader(self) -> None:
-        self._reader = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+    def _reader(self) -> sqlite3.Connection:
+        """This reader thread's own connection (opened on its first read)."""
+        connection: sqlite3.Connection | None = getattr(self._readers, "connection", None)
+        if connection is None:
+            connection = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            self._readers.connection = connection
+            self._reader_connections.append(connection)
+        return connection
 
     async def close(self) -> None:
         if self._read_thread is not None:
-            await self._run(self._read_thread, lambda: _close(self._reader))
-            self._read_thread.shutdown(wait=False)
+            await asyncio.to_thread(self._read_thread.shutdown, True)  # no read in flight at the close
+            for connection in self._reader_connections:
+                connection.close()
+            self._reader_connections.clear()
         if self._write_thread is not None:
             await self._run(self._write_thread, lambda: _close(self._writer))
             self._write_thread.shutdown(wait=False)
-        self._reader = self._writer = None
+        self._writer = None
+        self._readers = threading.local()
         self._read_thread = self._write_thread = None
 
     async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -74,7 +86,7 @@ class SqliteDb:
 
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """`fn(connection)` in the reader thread (sees the last committed state)."""
-        return await self._run(self._read_thread, lambda: fn(_open(self._reader)))
+        return await self._run(self._read_thread, lambda: fn(self._reader()))
 
     async def _run(self, pool: ThreadPoolExecutor | None, fn: Callable[[], T]) -> T:
         if pool is None:

@@ -15,12 +15,15 @@ from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.node import Node
 from readmodels.checkout.model import CheckoutRequest
+from readmodels.graph.backends import neo4j_keyword_store, neo4j_store, neo4j_vector_store
+from readmodels.graph.neo4j_local import Neo4jEndpoint
 from readmodels.query.client import MemoryClient
 from readmodels.query.local import LocalMemory
 from readmodels.query.protocol import MemoryUnavailableError
 from readmodels.query.service import serve_memory
 from readmodels.retrieval.model import Query, QueryError
 from readmodels.retrieval.retriever import ReadModels
+from readmodels.vector.embedders import HashEmbedder
 from tests.conftest import run_cli
 from tests.runtime_support import drained
 
@@ -178,3 +181,47 @@ async def test_a_queue_group_of_services_shares_the_questions(log: EventLog) -> 
     stop.set()
     await asyncio.gather(*servers)
     assert len(asked) == 40 and set(asked) == {"a", "b"}  # each question answered once, by either
+
+
+@pytest.fixture
+async def neo4j_node(settings: Settings, neo4j_endpoint: Neo4jEndpoint) -> AsyncIterator[Settings]:
+    """A node whose graph, keyword and vector models live on the (shared, emptied) Neo4j server."""
+    on_neo4j = replace(
+        settings,
+        producers="none",
+        graph_backend="neo4j",
+        neo4j_uri=neo4j_endpoint.uri,
+        neo4j_user=neo4j_endpoint.user,
+        neo4j_password=neo4j_endpoint.password,
+    )
+    vectors = neo4j_vector_store(on_neo4j, HashEmbedder())
+    for store in (neo4j_store(on_neo4j), neo4j_keyword_store(on_neo4j), vectors):
+        async with store:
+            await store.clear()
+    async for _ in start_node(on_neo4j):
+        yield on_neo4j
+
+
+async def test_on_neo4j_the_client_and_the_cli_get_cited_answers(neo4j_node: Settings, log: EventLog) -> None:
+    events = await tell_story(log)
+    await projected(log)
+    memory = MemoryClient(log.client)
+    now = await memory.query(Query(text="postgres database", session="q1"))
+    assert [h.summary for h in now.hits if h.entity == "postgres"] == ["Postgres 16"]
+    assert {r.lane for r in now.lanes if r.error is None} == {
+        "exact",
+        "keyword",
+        "vector",
+        "traversal",
+        "verbatim",
+    }
+    then = await memory.query(Query(text="postgres database", session="q1", as_of=events[2].ts))
+    assert [h.summary for h in then.hits if h.entity == "postgres"] == ["Postgres 14"]
+    checkout = await memory.checkout(CheckoutRequest(text="postgres backup failed", session="q1"))
+    assert any("backup" in snippet.text for snippet in checkout.snippets)
+    found = await asyncio.to_thread(run_cli, neo4j_node, "memory", "query", "ldap-bridge", "--json")
+    assert found.returncode == 0, found.stderr
+    assert "ldap-bridge" not in {hit["entity"] for hit in json.loads(found.stdout)["hits"]}
+    checked = await asyncio.to_thread(run_cli, neo4j_node, "memory", "checkout", "postgres", "--json")
+    assert checked.returncode == 0, checked.stderr
+    assert json.loads(checked.stdout)["facts"][0]["summary"] == "Postgres 16"

@@ -35,29 +35,43 @@ def versions_by_key(keys: Sequence[str]) -> Reading[list[EntityVersion]]:
     return [to_version(row) for row in rows]
 
 
-def versions_by_name(names: Sequence[str], session: str | None) -> Reading[list[EntityVersion]]:
-    """Every version of the entities whose name equals one of `names`, ignoring case (names lower-cased)."""
+def current_by_key(keys: Sequence[str]) -> Reading[list[tuple[EntityVersion, int]]]:
+    """The latest version of each entity key, with how many versions the entity has (index lookups)."""
+    if not keys:
+        return []
+    rows = yield (
+        "UNWIND $keys AS key MATCH (k:EntityKey {key: key}) MATCH (e:Entity {uid: k.latest_uid}) "
+        f"RETURN k.versions AS versions, {ENTITY_COLUMNS}",
+        {"keys": sorted(set(keys))},
+    )
+    return [(to_version(row), int(row["versions"])) for row in rows]
+
+
+class NamedKey(msgspec.Struct, frozen=True):
+    key: str
+    name: str
+
+
+def keys_by_name(names: Sequence[str], session: str | None) -> Reading[list[NamedKey]]:
+    """The entities (keys) whose name equals one of `names`, ignoring case (one row per entity)."""
     if not names:
         return []
     params: dict[str, object] = {"names": sorted({name.lower() for name in names})}
-    condition = "toLower(e.name) IN $names"
+    condition = "toLower(k.name) IN $names"
     if session is not None:
         params["session"] = session
-        condition = f"e.session = $session AND {condition}"
-    rows = yield (
-        f"MATCH (e:Entity) WHERE {condition} RETURN {ENTITY_COLUMNS} ORDER BY e.key, e.valid_from",
-        params,
-    )
-    return [to_version(row) for row in rows]
+        condition = f"k.session = $session AND {condition}"
+    rows = yield (f"MATCH (k:EntityKey) WHERE {condition} RETURN k.key AS key, k.name AS name", params)
+    return [NamedKey(row["key"], row["name"]) for row in rows]
 
 
 def neighbours_of(
-    uids: Sequence[str], depth: int, as_of: str | None, include_inferred: bool
+    uids: Sequence[str], depth: int, as_of: str | None, include_inferred: bool, fanout: int
 ) -> Reading[list[Neighbour]]:
-    """Entities within `depth` hops of any of the versions `uids`, nearest first."""
+    """Entities within `depth` hops of any of the versions `uids`, nearest first, `fanout` edges per hop."""
     if not uids:
         return []
-    return (yield from expand(sorted(set(uids)), depth, as_of, include_inferred))
+    return (yield from expand(sorted(set(uids)), depth, as_of, include_inferred, fanout))
 
 
 def cited_spans(uids: Sequence[str]) -> Reading[dict[str, list[Span]]]:

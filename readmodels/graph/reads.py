@@ -192,9 +192,12 @@ def neighbours(
 
 
 def expand(
-    uids: list[str], depth: int, as_of: str | None, include_inferred: bool
+    uids: list[str], depth: int, as_of: str | None, include_inferred: bool, fanout: int | None = None
 ) -> Reading[list[Neighbour]]:
-    """The entities within `depth` hops (either direction) of the versions `uids`, nearest first."""
+    """The entities within `depth` hops (either direction) of the versions `uids`, nearest first.
+
+    `fanout` caps the edges read per direction and hop, so a hub costs no more than a leaf."""
+    cap = "" if fanout is None else f" LIMIT {int(fanout)}"
     seen = set(uids)
     frontier = sorted(seen)
     found: list[Neighbour] = []
@@ -204,13 +207,11 @@ def expand(
         if not frontier:
             break
         reached: dict[str, Neighbour] = {}
-        for pattern, other in (
-            ("MATCH (a:Entity {uid: uid}) MATCH (a)-[r:RELATES]->(b:Entity)", "b"),
-            ("MATCH (b:Entity {uid: uid}) MATCH (a:Entity)-[r:RELATES]->(b)", "a"),
-        ):
+        for near, other in (("a", "b"), ("b", "a")):
+            # `uid IN $uids` in the WHERE: LadybugDB plans it as an index seek, an UNWIND + MATCH as a join
             rows = yield (
-                f"UNWIND $uids AS uid {pattern} WHERE {edge_conditions} WITH a, r, b, {other} AS o "
-                f"RETURN {_EDGE_COLUMNS}, {_OTHER_COLUMNS}",
+                f"MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE {near}.uid IN $uids AND {edge_conditions} "
+                f"WITH a, r, b, {other} AS o RETURN {_EDGE_COLUMNS}, {_OTHER_COLUMNS}{cap}",
                 {**edge_params, "uids": frontier},
             )
             for row in rows:

@@ -20,8 +20,8 @@ from typing import Final
 
 from readmodels.documents import DocKind, MemoryDoc
 from readmodels.graph.identity import entity_key
-from readmodels.graph.lookup import versions_by_name
-from readmodels.graph.records import EntityVersion, Neighbour
+from readmodels.graph.lookup import keys_by_name
+from readmodels.graph.records import Neighbour
 from readmodels.retrieval.protocol import DocumentSearch, GraphReads
 
 VERBATIM_KINDS: Final[tuple[DocKind, ...]] = ("source", "code")
@@ -40,7 +40,6 @@ class Candidate:
     key: str
     score: float
     doc: MemoryDoc | None = None
-    version: EntityVersion | None = None
     neighbour: Neighbour | None = None
 
 
@@ -51,8 +50,11 @@ class LaneOutcome:
     ms: float = 0.0
 
 
+ENTITY_PREFIX: Final = "entity:"
+
+
 def entity_candidate_key(session: str, name: str, entity_type: str) -> str:
-    return f"entity:{entity_key(session, name, entity_type)}"
+    return ENTITY_PREFIX + entity_key(session, name, entity_type)
 
 
 def doc_key(doc: MemoryDoc) -> str:
@@ -86,15 +88,12 @@ class ExactLane:
         self.graph = graph
 
     async def search(self, text: str, session: str | None, as_of: str | None, limit: int) -> list[Candidate]:
-        """Every version of every entity so named; `Retriever` keeps the one valid at `as_of`."""
-        versions = await self.graph.read(versions_by_name(name_phrases(text), session))
+        """Every entity so named; `Retriever` resolves each to its version at `as_of`."""
+        named = await self.graph.read(keys_by_name(name_phrases(text), session))
         found = [
-            Candidate(
-                key=entity_candidate_key(v.session, v.name, v.entity_type),
-                score=float(len(v.name.split())),  # a longer name matched is a more specific match
-                version=v,
-            )
-            for v in versions
+            # a longer name matched is a more specific match
+            Candidate(key=ENTITY_PREFIX + entity.key, score=float(len(entity.name.split())))
+            for entity in named
         ]
         found.sort(key=lambda c: (-c.score, c.key))
         return found

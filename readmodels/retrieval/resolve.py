@@ -12,12 +12,10 @@ from collections.abc import Iterable
 import msgspec
 
 from readmodels.graph.identity import entity_key
-from readmodels.graph.lookup import versions_by_key
+from readmodels.graph.lookup import current_by_key, versions_by_key
 from readmodels.graph.records import EntityVersion
-from readmodels.retrieval.lanes import Candidate
+from readmodels.retrieval.lanes import ENTITY_PREFIX, Candidate
 from readmodels.retrieval.protocol import GraphReads
-
-ENTITY_PREFIX = "entity:"
 
 
 class Resolved(msgspec.Struct, frozen=True, kw_only=True):
@@ -44,22 +42,21 @@ async def resolve_entities(
     graph: GraphReads, candidates: Iterable[Candidate], as_of: str | None
 ) -> tuple[dict[str, Resolved], set[str]]:
     """(resolved entity per candidate key, keys with no version holding at `as_of`)."""
-    known: dict[str, list[EntityVersion]] = {}
-    wanted: set[str] = set()
-    for candidate in candidates:
-        if not candidate.key.startswith(ENTITY_PREFIX):
-            continue
-        wanted.add(candidate.key)
-        if candidate.version is not None:  # the exact lane read every version already
-            versions = known.setdefault(candidate.key, [])
-            if candidate.version not in versions:
-                versions.append(candidate.version)
-    missing = sorted(key.removeprefix(ENTITY_PREFIX) for key in wanted - set(known))
-    for version in await graph.read(versions_by_key(missing)):
-        known.setdefault(ENTITY_PREFIX + version_key(version), []).append(version)
+    wanted = {c.key for c in candidates if c.key.startswith(ENTITY_PREFIX)}
+    keys = sorted(key.removeprefix(ENTITY_PREFIX) for key in wanted)
     resolved: dict[str, Resolved] = {}
-    for key in wanted:
-        chosen = pick(sorted(known.get(key, []), key=lambda v: v.valid_from), as_of)
+    if as_of is None:  # the latest version is the one that holds now, unless it was invalidated
+        for version, count in await graph.read(current_by_key(keys)):
+            if version.valid_to is None:
+                resolved[ENTITY_PREFIX + version_key(version)] = Resolved(
+                    version=version, superseded=count - 1
+                )
+        return resolved, wanted - set(resolved)
+    known: dict[str, list[EntityVersion]] = {}
+    for version in await graph.read(versions_by_key(keys)):
+        known.setdefault(ENTITY_PREFIX + version_key(version), []).append(version)
+    for key, versions in known.items():
+        chosen = pick(sorted(versions, key=lambda v: v.valid_from), as_of)
         if chosen is not None:
             resolved[key] = chosen
     return resolved, wanted - set(resolved)

@@ -24,6 +24,7 @@ from readmodels.graph.model import InvalidGraphWrite, canonical_ts
 from readmodels.retrieval.fusion import LANES, FusedHit, LaneHit, fuse, profile
 from readmodels.retrieval.hits import HitBuilder
 from readmodels.retrieval.lanes import (
+    ENTITY_PREFIX,
     VECTOR_MIN_SCORE,
     VERBATIM_KINDS,
     Candidate,
@@ -33,7 +34,7 @@ from readmodels.retrieval.lanes import (
 )
 from readmodels.retrieval.model import InferredLink, LaneReport, Query, QueryError, QueryResult
 from readmodels.retrieval.protocol import DocumentSearch, GraphReads, TrustLookup
-from readmodels.retrieval.resolve import ENTITY_PREFIX, Resolved, resolve_entities
+from readmodels.retrieval.resolve import Resolved, resolve_entities
 from readmodels.retrieval.traversal import MAX_SEEDS, TraversalLane
 
 MIN_POOL: Final = 30

@@ -20,6 +20,8 @@ from readmodels.retrieval.model import InferredLink
 from readmodels.retrieval.protocol import GraphReads, TrustLookup
 
 MAX_SEEDS: Final = 3
+FANOUT: Final = 100
+"""Edges read per direction and hop: a hub entity with thousands of edges costs what a small one does."""
 DEPTH_DECAY: Final = 0.5
 CAUSAL_EVENT: Final = "causal.edge.generated"
 
@@ -67,7 +69,9 @@ class TraversalLane:
         """Neighbours of the seed versions (uids), and the inferred link of those reached only by one."""
         if not seeds or depth <= 0:
             return [], {}
-        reached = await self.graph.read(neighbours_of(seeds[:MAX_SEEDS], depth, as_of, include_inferred))
+        reached = await self.graph.read(
+            neighbours_of(seeds[:MAX_SEEDS], depth, as_of, include_inferred, FANOUT)
+        )
         trusted = await self._trust([n.via for n in reached if n.via.inferred])
         candidates: list[Candidate] = []
         links: dict[str, InferredLink] = {}
