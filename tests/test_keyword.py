@@ -15,6 +15,8 @@ from projectors.keyword.plugin import KeywordProjector
 from projectors.plugins import load_projector
 from projectors.rebuild import rebuild
 from readmodels import sqlite_db
+from readmodels.documents import EventDocs, MemoryDoc
+from readmodels.keyword.common_words import MIN_DOCS
 from readmodels.keyword.sqlite_fts import SqliteKeywordStore, match_expression
 from tests.runtime_support import drained, running
 from tests.test_graph_support import SessionLog, fact, ts
@@ -148,3 +150,24 @@ async def test_the_keyword_projector_runs_and_rebuilds(log: EventLog, settings: 
         assert [(h.doc.seq, h.doc.kind, h.score) for h in await store.search("midnight refresh")] == [
             (h.doc.seq, h.doc.kind, h.score) for h in live
         ]
+
+
+async def test_words_in_most_documents_are_left_out_of_the_match_but_rare_ones_rank(store: Any) -> None:
+    def doc(seq: int, text: str) -> EventDocs:
+        memory = MemoryDoc(
+            session="c", seq=seq, event_hash=f"{seq:064x}", event_type="transcript.turn", ts=ts(seq),
+            kind="turn", text=text,
+        )  # fmt: skip
+        return EventDocs(session="c", seq=seq, event_hash=memory.event_hash, docs=(memory,))
+
+    total = MIN_DOCS * 3
+    batch = [
+        doc(n, f"what we know about item {n}" + (" zebra" if n % 500 == 0 else ""))
+        for n in range(1, total + 1)
+    ]
+    await store.apply("keyword", batch)
+    hits = await store.search("what do we know about the zebra", limit=20)
+    assert sorted(hit.doc.seq for hit in hits) == [500, 1000, 1500, 2000, 2500, 3000]
+    only_common = await store.search("what about", limit=5)  # nothing rare: the rarest words still match
+    assert len(only_common) == 5
+    assert len(await store.search("item", limit=3)) == 3  # one word is never left out

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from eventloom.event import citation
 from readmodels.documents import DocKind, EventDocs, MemoryDoc
+from readmodels.keyword.common_words import CommonWords
 from readmodels.keyword.protocol import KeywordHit
 from readmodels.sqlite_db import (
     CHECKPOINTS_TABLE,
@@ -64,10 +65,13 @@ _SELECT_HITS: Final = (
 _ORDER_HITS: Final = "ORDER BY score DESC, d.session, d.seq, d.id LIMIT ?"
 
 
-def match_expression(text: str) -> str | None:
+def query_words(text: str) -> list[str]:
+    return list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))[:MAX_QUERY_WORDS]
+
+
+def match_expression(text: str, words: list[str] | None = None) -> str | None:
     """The FTS5 query for free text: each word quoted (no operators get through), any of them matching."""
-    words = list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))[:MAX_QUERY_WORDS]
-    return " OR ".join(f'"{word}"' for word in words) or None
+    return " OR ".join(f'"{word}"' for word in (query_words(text) if words is None else words)) or None
 
 
 class SqliteKeywordStore:
@@ -76,6 +80,7 @@ class SqliteKeywordStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._db = SqliteDb(self.path, _SCHEMA)
+        self._common = CommonWords()
 
     async def open(self) -> None:
         await self._db.open()
@@ -107,11 +112,11 @@ class SqliteKeywordStore:
         kinds: Sequence[DocKind] | None = None,
         limit: int = 10,
     ) -> list[KeywordHit]:
-        expression = match_expression(text)
-        if expression is None or limit <= 0:
+        words = query_words(text)
+        if not words or limit <= 0:
             return []
         conditions = ["docs_fts MATCH ?"]
-        params: list[Any] = [expression]
+        params: list[Any] = [""]  # the expression, once the common words are known (in the reader)
         if session is not None:
             conditions.append("d.session = ?")
             params.append(session)
@@ -123,8 +128,14 @@ class SqliteKeywordStore:
             params.extend(kinds)
         statement = f"{_SELECT_HITS}{' AND '.join(conditions)} {_ORDER_HITS}"
         params.append(limit)
-        rows = await self._db.read(lambda db: db.execute(statement, params).fetchall())
+        rows = await self._db.read(lambda db: self._search(db, words, statement, params))
         return [_hit(row) for row in rows]
+
+    def _search(
+        self, db: sqlite3.Connection, words: list[str], statement: str, params: list[Any]
+    ) -> list[tuple[Any, ...]]:
+        params[0] = match_expression("", self._common.searchable(db, words))
+        return db.execute(statement, params).fetchall()
 
 
 def _index(db: sqlite3.Connection, projector: str, batch: Sequence[EventDocs]) -> int:

@@ -1,0 +1,59 @@
+"""Words too common to search for: learned from the index itself, like stop words but for any language.
+
+A word in more than `SHARE` of the documents (and in at least `MIN_DOCS`) gets almost no BM25 weight, yet
+FTS5 scores every document it matches: "what do we know about X" would score half the index to rank X.
+Such words are left out of the match, unless every word of the question is that common (then the rarest
+`KEEP_WHEN_ALL_COMMON` stay). Document frequencies are probed with a capped count (it stops counting
+past the threshold, so a probe of a very common word costs what a rare one does) and cached until the
+index grows by `REFRESH_GROWTH`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from typing import Final
+
+SHARE: Final = 0.05
+MIN_DOCS: Final = 1000
+KEEP_WHEN_ALL_COMMON: Final = 2
+REFRESH_GROWTH: Final = 1.1
+MAX_CACHED: Final = 50_000
+
+
+class CommonWords:
+    def __init__(self) -> None:
+        self._frequency: dict[str, int] = {}
+        self._cached_at_docs = 0
+        self._lock = threading.Lock()  # several reader threads share the cache
+
+    def searchable(self, db: sqlite3.Connection, words: list[str]) -> list[str]:
+        """`words` without the ones too common to be worth scoring (in the caller's reader thread)."""
+        docs = int(db.execute("SELECT coalesce(max(id), 0) FROM docs").fetchone()[0])
+        threshold = max(MIN_DOCS, int(SHARE * docs))
+        if docs <= threshold or len(words) <= 1:
+            return words
+        with self._lock:
+            if docs > self._cached_at_docs * REFRESH_GROWTH or len(self._frequency) > MAX_CACHED:
+                self._frequency.clear()
+                self._cached_at_docs = docs
+        frequency = {word: self._document_frequency(db, word, threshold) for word in words}
+        kept = [word for word in words if frequency[word] <= threshold]
+        if kept:
+            return kept
+        return sorted(words, key=lambda word: frequency[word])[:KEEP_WHEN_ALL_COMMON]
+
+    def _document_frequency(self, db: sqlite3.Connection, word: str, threshold: int) -> int:
+        with self._lock:
+            known = self._frequency.get(word)
+        if known is not None:
+            return known
+        counted = int(
+            db.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM docs_fts WHERE docs_fts MATCH ? LIMIT ?)",
+                (f'"{word}"', threshold + 1),
+            ).fetchone()[0]
+        )
+        with self._lock:
+            self._frequency[word] = counted
+        return counted

@@ -1,0 +1,54 @@
+"""The query and retrieval benchmarks run from a clean checkout and print one JSON object (tiny sizes)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+def run_bench(*args: str, timeout: float = 600) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, *args], cwd=BENCH, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert isinstance(report, dict)
+    return report
+
+
+@pytest.mark.slow
+def test_query_benchmark_reports_latencies_and_baselines() -> None:
+    report = run_bench(
+        "query.py", "--sizes", "300,600", "--backends", "ladybug", "--queries", "8", "--warmup", "2"
+    )
+    ladybug = report["ladybug"]
+    assert isinstance(ladybug, dict) and set(ladybug) == {"300", "600"}
+    for size in ("300", "600"):
+        measured = ladybug[size]
+        for name in ("query_ms", "checkout_ms", "bm25_only_query_ms"):
+            assert 0 < measured[name]["p50"] <= measured[name]["p95"] <= measured[name]["max"]
+        assert set(measured["lane_median_ms"]) == {"exact", "keyword", "vector", "traversal", "verbatim"}
+        assert measured["warnings"] == []
+    assert report["raw_nats_request_reply_ms"]["p50"] > 0  # type: ignore[index]
+
+
+@pytest.mark.slow
+def test_retrieval_benchmark_scores_fusion_next_to_bm25_on_both_fixtures() -> None:
+    report = run_bench("retrieval.py")
+    datasets = report["datasets"]
+    assert isinstance(datasets, list) and [d["format"] for d in datasets] == ["locomo", "longmemeval"]
+    for dataset in datasets:
+        results = dataset["results"]
+        assert {"bm25", "balanced", "precision", "recall", "temporal"} <= set(results)
+        for scores in results.values():
+            overall = scores["turns"]["overall"]
+            assert 0 <= overall["recall"]["@1"] <= overall["recall"]["@5"] <= overall["recall"]["@10"] <= 1
+            assert 0 <= overall["mrr"] <= 1
+        assert dataset["fused_balanced_recall@5"] == results["balanced"]["turns"]["overall"]["recall"]["@5"]
+    assert "sessions" in datasets[1]["results"]["bm25"]
