@@ -13,6 +13,7 @@ facts). Answerability is decided from what made it into the prompt:
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
@@ -61,6 +62,16 @@ def _window(hit: Hit) -> str:
     return f"valid {hit.valid_from} to {hit.valid_to}" if hit.valid_to else f"since {hit.valid_from}"
 
 
+@dataclass
+class _Placed:
+    """What made it into the prompt, by section, and the hits behind the facts and snippets."""
+
+    facts: list[Fact] = field(default_factory=list)
+    snippets: list[Snippet] = field(default_factory=list)
+    inferred: list[InferredContext] = field(default_factory=list)
+    hits: list[Hit] = field(default_factory=list)
+
+
 def checkout_from(result: QueryResult, request: CheckoutRequest) -> MemoryCheckout:
     worst = Answerability(answer_from_memory=False, refresh_recommended=True, ask_user=False, reasons=[])
     longest_guidance = _guidance_lines(_guidance(request, worst, True, 10**9, 10**9))
@@ -69,44 +80,19 @@ def checkout_from(result: QueryResult, request: CheckoutRequest) -> MemoryChecko
         header=_header(request),
         reserve=estimate_tokens("\n".join(longest_guidance)) + 1,
     )
-    facts_section = builder.section(f"## Facts (authoritative, as of {request.as_of or 'now'})")
-    snippets_section = builder.section("## Verbatim snippets")
-    inferred_section = builder.section("## Inferred and causal context (NOT authoritative)")
-    facts: list[Fact] = []
-    snippets: list[Snippet] = []
-    inferred: list[InferredContext] = []
-    placed: list[Hit] = []
-    for hit in result.hits:  # facts first: they are the authoritative part
-        if hit.kind == "entity" and not _only_inferred(hit):
-            fact_line = f"- {hit.entity} ({hit.type}): {_flat(hit.summary)} ({_window(hit)}) "
-            numbers = builder.try_add(facts_section, fact_line.__add__, hit.citations)
-            if numbers is not None:
-                facts.append(_fact(hit, numbers))
-                placed.append(hit)
-    cited_by_facts = {cited.uri for cited in builder.evidence}
-    for hit in result.hits:
-        if hit.kind == "entity" or (hit.kind == "event" and _already_cited(hit, cited_by_facts)):
-            continue  # an event that asserted a fact shown adds only its one-line summary
-        text = _flat(hit.summary)
-        numbers = builder.try_add(snippets_section, _snippet_line(hit, text), hit.citations)
-        if numbers is not None:
-            snippets.append(_snippet(hit, text, numbers))
-            placed.append(hit)
-    for hit in result.hits:
-        if hit.inferred is not None:
-            item = _inferred_item(builder, inferred_section, hit, hit.inferred)
-            if item is not None:
-                inferred.append(item)
-    superseded = result.excluded_not_current + sum(hit.superseded_versions for hit in facts_hits(placed))
-    answerability = _answerability(result, request, placed, inferred)
-    guidance = _guidance(request, answerability, bool(inferred), superseded, builder.left_out)
+    placed = _place(builder, result.hits, request)
+    superseded = result.excluded_not_current + sum(
+        h.superseded_versions for h in placed.hits if h.kind == "entity"
+    )
+    answerability = _answerability(result, request, placed.hits, placed.inferred)
+    guidance = _guidance(request, answerability, bool(placed.inferred), superseded, builder.left_out)
     builder.header += _guidance_lines(guidance)  # fits: its longest form was reserved
     builder.reserve = 0
     return MemoryCheckout(
         request=request,
-        facts=facts,
-        snippets=snippets,
-        inferred=inferred,
+        facts=placed.facts,
+        snippets=placed.snippets,
+        inferred=placed.inferred,
         evidence=builder.evidence,
         superseded_excluded=superseded,
         answerability=answerability,
@@ -117,9 +103,9 @@ def checkout_from(result: QueryResult, request: CheckoutRequest) -> MemoryChecko
             lane_candidates={r.lane: r.candidates for r in result.lanes},
             lane_errors={r.lane: r.error for r in result.lanes if r.error is not None},
             hits_considered=len(result.hits),
-            facts=len(facts),
-            snippets=len(snippets),
-            inferred_context=len(inferred),
+            facts=len(placed.facts),
+            snippets=len(placed.snippets),
+            inferred_context=len(placed.inferred),
             superseded_excluded=superseded,
             left_out_for_budget=builder.left_out,
             tokens=builder.tokens,
@@ -128,6 +114,35 @@ def checkout_from(result: QueryResult, request: CheckoutRequest) -> MemoryChecko
         ),
         prompt=builder.text(),
     )
+
+
+def _place(builder: PromptBuilder, hits: list[Hit], request: CheckoutRequest) -> _Placed:
+    """Facts first (the authoritative part), then snippets, then inferred context, each best first."""
+    placed = _Placed()
+    facts = builder.section(f"## Facts (authoritative, as of {request.as_of or 'now'})")
+    snippets = builder.section("## Verbatim snippets")
+    inferred = builder.section("## Inferred and causal context (NOT authoritative)")
+    for hit in hits:
+        if hit.kind == "entity" and not _only_inferred(hit):
+            line = f"- {hit.entity} ({hit.type}): {_flat(hit.summary)} ({_window(hit)}) "
+            numbers = builder.try_add(facts, line.__add__, hit.citations)
+            if numbers is not None:
+                placed.facts.append(_fact(hit, numbers))
+                placed.hits.append(hit)
+    cited_by_facts = {cited.uri for cited in builder.evidence}
+    for hit in hits:
+        if hit.kind == "entity" or (hit.kind == "event" and _already_cited(hit, cited_by_facts)):
+            continue  # an event that asserted a fact shown adds only its one-line summary
+        text = _flat(hit.summary)
+        numbers = builder.try_add(snippets, _snippet_line(hit, text), hit.citations)
+        if numbers is not None:
+            placed.snippets.append(_snippet(hit, text, numbers))
+            placed.hits.append(hit)
+    for hit in hits:
+        item = None if hit.inferred is None else _inferred_item(builder, inferred, hit, hit.inferred)
+        if item is not None:
+            placed.inferred.append(item)
+    return placed
 
 
 def _snippet_line(hit: Hit, text: str) -> Callable[[str], str]:
@@ -141,10 +156,6 @@ def _flat(text: str) -> str:
 
 def _already_cited(hit: Hit, uris: set[str]) -> bool:
     return all(cited.uri in uris for cited in hit.citations)
-
-
-def facts_hits(hits: list[Hit]) -> list[Hit]:
-    return [hit for hit in hits if hit.kind == "entity"]
 
 
 def _header(request: CheckoutRequest) -> list[str]:
