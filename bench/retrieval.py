@@ -2,8 +2,9 @@
 
 Each dataset's conversations are appended as `transcript.turn` events through the normal path (signed,
 hash-chained, on JetStream), every read model is rebuilt from the stream, and every question is asked
-through the query service (`MemoryClient` over NATS) in its conversation's session. A hit counts for the
-turns it cites. Reported per dataset, each next to the others from the same run:
+through the query service (`MemoryClient` over NATS) in its conversation's session. The hits' citations,
+in rank order, make the ranked list of turns (each turn once): a hit citing several turns takes several
+ranks, so every variant is scored on the same footing. Reported per dataset, next to each other:
 
 - `bm25`: the keyword lane alone (plain BM25 over every memory document): the baseline;
 - each fusion profile (`balanced`, `precision`, `recall`, `temporal`) with its own fusion, and `balanced`
@@ -100,10 +101,9 @@ async def rank(
             fusion=fusion,
         )
         result = await memory.query(query)
-        ranked = tuple(
-            frozenset(turn_of[(c.session, c.seq)] for c in hit.citations if (c.session, c.seq) in turn_of)
-            for hit in result.hits
-        )
+        turns = [turn_of.get((c.session, c.seq)) for hit in result.hits for c in hit.citations]
+        # one turn per rank, in the order the hits cite them: a hit citing several turns gets no extra slots
+        ranked = tuple(frozenset([turn]) for turn in dict.fromkeys(t for t in turns if t is not None))
         rankings.append(
             QuestionRanking(
                 question_id=question.question_id,

@@ -1,6 +1,8 @@
 """The memory documents of an event (keyword and vector models): pure, built on graph extraction.
 
-From the graph extraction come the entities an event asserts (name and summary) and the source spans it
+From the graph extraction come the entities an event asserts with a summary (name and summary; a bare
+name, such as a turn's speaker, would only add a tiny document per mention that outranks real text on
+the name alone, and the exact lane finds names anyway) and the source spans it
 cites with their text (document chunks, with line ranges). From the payload comes the event's own verbatim
 text, for the types that carry some: a transcript turn, a command and its output, a decision and its
 rationale, an explanation, a code symbol's signature and docstring. Any other event contributes its
@@ -71,7 +73,7 @@ def memory_docs(event: Event) -> EventDocs:
     }
     docs: list[MemoryDoc] = []
     for op in projection.ops:
-        if isinstance(op, EntityAssertion):
+        if isinstance(op, EntityAssertion) and op.summary:  # a bare name: the exact lane finds it by name
             docs.append(
                 MemoryDoc(
                     **common,

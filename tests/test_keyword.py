@@ -68,10 +68,10 @@ def test_free_text_becomes_quoted_words_only() -> None:
 @pytest.mark.parametrize(
     ("index", "expected"),
     [
-        (0, {("entity", "Maya", None), ("turn", "Maya", None)}),
+        (0, {("turn", "Maya", None)}),  # the speaker has no summary: no document of its own
         (1, {("entity", "docs/auth.md", None), ("source", "docs/auth.md", 1), ("source", "docs/auth.md", 3)}),
         (2, {("entity", "d1", None), ("decision", "Refresh early", None)}),
-        (3, {("entity", "pytest tests/auth", None), ("command", "pytest tests/auth", None)}),
+        (3, {("command", "pytest tests/auth", None)}),
         (4, {("entity", "auth-service", None), ("event", "memory.fact.asserted", None)}),
         (5, {("entity", "g1", None), ("event", "goal.created", None)}),
     ],

@@ -9,7 +9,8 @@ lies in [-1, 1]). Two fusions are offered:
 - `score`: each lane's raw scores are min-max normalized to [0, 1] within the lane, then weighted and
   summed; it keeps how much better the best hit is, which ranks cannot.
 
-A named profile sets the weights and the fusion. Every fused hit keeps, per lane, its raw score, rank,
+A named profile sets the weights and the fusion; which fusion each profile uses was chosen by measurement
+(`bench/retrieval.py`, see docs/benchmarks.md). Every fused hit keeps, per lane, its raw score, rank,
 weight and contribution, and the contributions sum to its score.
 """
 
@@ -54,7 +55,7 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
 PROFILES: Final[dict[str, Profile]] = {
     "balanced": Profile(
         name="balanced",
-        fusion="rrf",
+        fusion="score",
         weights={"exact": 1.5, "keyword": 1.0, "vector": 1.0, "traversal": 0.7, "verbatim": 0.8},
     ),
     "precision": Profile(
@@ -65,7 +66,7 @@ PROFILES: Final[dict[str, Profile]] = {
     "recall": Profile(
         name="recall",
         fusion="rrf",
-        weights={"exact": 1.0, "keyword": 1.0, "vector": 1.2, "traversal": 1.0, "verbatim": 1.0},
+        weights={"exact": 1.0, "keyword": 1.0, "vector": 1.5, "traversal": 1.0, "verbatim": 1.0},
     ),
     "temporal": Profile(
         name="temporal",

@@ -15,6 +15,8 @@ from readmodels.retrieval.model import Citation, Explanation, Hit, InferredLink
 from readmodels.retrieval.resolve import Resolved
 
 MAX_SUMMARY_CHARS: Final = 2000
+MAX_MATCHED_CITATIONS: Final = 4
+"""An entity found through its documents cites the best few of them, not every assertion ever made."""
 
 
 def event_citation(session: str, seq: int, event_hash: str, span: Span | None = None) -> Citation:
@@ -127,7 +129,7 @@ class HitBuilder:
             valid_to=version.valid_to,
             score=round(fused.score, 6),
             explanation=explanation,
-            citations=_unique(own + [doc_citation(d) for d in docs]),
+            citations=_unique(own + [doc_citation(d) for d in docs[:MAX_MATCHED_CITATIONS]]),
             version=version.version,
             superseded_versions=superseded,
             inferred=link,

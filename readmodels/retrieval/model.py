@@ -18,7 +18,7 @@ MAX_QUERY_CHARS: Final = 4096
 MAX_LIMIT: Final = 100
 MAX_DEPTH: Final = 5
 DEFAULT_LIMIT: Final = 10
-DEFAULT_DEPTH: Final = 2
+DEFAULT_DEPTH: Final = 1
 
 
 class QueryError(ValueError):
