@@ -9,12 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from projectors.doc_projector import InPlaceDocProjector
+from projectors.generational import GenerationalProjector
 from projectors.graph.projector import GraphProjector
-from projectors.inferred.plugin import InferredProjector
-from projectors.keyword.plugin import KeywordProjector
 from projectors.protocol import Projector
 from projectors.runtime import ProjectorRunner
-from projectors.vector.plugin import VectorProjector
 from readmodels.graph.ladybug import LadybugGraphStore
 from readmodels.graph.neo4j import Neo4jGraphStore
 from readmodels.inferred.sqlite_store import SqliteInferredStore
@@ -58,14 +56,15 @@ def read_models(projectors: Mapping[str, Projector]) -> ReadModels:
 def store_of(projectors: Mapping[str, Projector], name: str) -> object | None:
     """The store of a built-in projector (embedded or Neo4j flavour alike): they all keep it in `store`."""
     projector = projectors.get(name)
-    if isinstance(projector, GraphProjector | KeywordProjector | VectorProjector | InPlaceDocProjector):
-        return projector.store
+    if isinstance(projector, GraphProjector | GenerationalProjector | InPlaceDocProjector):
+        store: object = projector.store
+        return store
     return None
 
 
 def inferred_store(projectors: Mapping[str, Projector]) -> SqliteInferredStore | None:
-    projector = projectors.get("inferred")
-    return projector.store if isinstance(projector, InferredProjector) else None
+    store = store_of(projectors, "inferred")
+    return store if isinstance(store, SqliteInferredStore) else None
 
 
 def memory_over(projectors: Callable[[], Mapping[str, Projector]]) -> LocalMemory:

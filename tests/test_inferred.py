@@ -12,8 +12,8 @@ import pytest
 from eventloom.appender import AppendRequest
 from eventloom.log import EventLog
 from eventloom.settings import Settings
+from projectors.generational import GenerationalProjector
 from projectors.inferred.extract import inferred_changes
-from projectors.inferred.plugin import InferredProjector
 from projectors.plugins import load_projector
 from readmodels.inferred.model import trust_score
 from readmodels.inferred.sqlite_store import SqliteInferredStore
@@ -133,7 +133,7 @@ async def test_the_projector_runs_in_the_runtime_and_the_cli_reports(
     ]
     await log.append_many(requests)
     projector = load_projector("inferred", settings)
-    assert isinstance(projector, InferredProjector)
+    assert isinstance(projector, GenerationalProjector) and isinstance(projector.store, SqliteInferredStore)
     async with running(log, projector) as runner:
         await drained(log, runner.consumer)
         report = await asyncio.to_thread(

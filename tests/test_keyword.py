@@ -11,7 +11,7 @@ from eventloom.appender import AppendRequest
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 from projectors.documents import memory_docs
-from projectors.keyword.plugin import KeywordProjector
+from projectors.generational import GenerationalProjector
 from projectors.plugins import load_projector
 from projectors.rebuild import rebuild
 from readmodels import sqlite_db
@@ -137,7 +137,7 @@ async def test_the_keyword_projector_runs_and_rebuilds(log: EventLog, settings: 
     ]
     await log.append_many(requests)
     projector = load_projector("keyword", settings)
-    assert isinstance(projector, KeywordProjector)
+    assert isinstance(projector, GenerationalProjector) and isinstance(projector.store, SqliteKeywordStore)
     async with running(log, projector) as runner:
         await drained(log, runner.consumer)
         live = await projector.store.search("midnight refresh")

@@ -12,9 +12,9 @@ from eventloom.appender import AppendRequest
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 from projectors.documents import memory_docs
+from projectors.generational import GenerationalProjector
 from projectors.plugins import load_projector
 from projectors.rebuild import rebuild
-from projectors.vector.plugin import VectorProjector
 from readmodels.vector.embedders import HashEmbedder
 from readmodels.vector.protocol import VectorStore, embedded_text
 from readmodels.vector.sqlite_store import SqliteVectorStore
@@ -70,7 +70,7 @@ async def test_the_vector_projector_runs_and_rebuilds_with_another_width(
     requests = [AppendRequest(session="v1", type=e.type, actor="agent", payload=e.payload) for e in events]
     await log.append_many(requests)
     projector = load_projector("vector", settings)
-    assert isinstance(projector, VectorProjector)
+    assert isinstance(projector, GenerationalProjector) and isinstance(projector.store, SqliteVectorStore)
     async with running(log, projector) as runner:
         await drained(log, runner.consumer)
         live = await projector.store.search("refresh at midnight", limit=100)

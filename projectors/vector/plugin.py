@@ -7,58 +7,29 @@ Changing either makes a new vector space: `eventloom rebuild vector` re-embeds e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
-
 from eventloom.errors import EventloomError
-from eventloom.event import Event
 from projectors.doc_projector import InPlaceDocProjector
 from projectors.documents import memory_docs
+from projectors.generational import GenerationalProjector
 from projectors.plugins import PluginContext
-from readmodels.generations import Generations
+from readmodels.documents import EventDocs
 from readmodels.graph.backends import neo4j_vector_store
-from readmodels.vector.embedders import Embedder, load_embedder
+from readmodels.vector.embedders import load_embedder
 from readmodels.vector.neo4j_store import Neo4jVectorStore
 from readmodels.vector.sqlite_store import SqliteVectorStore
 
 DATABASE = "vector.sqlite"
 
 
-class VectorProjector:
-    def __init__(self, context: PluginContext) -> None:
-        self.name = context.name
-        self.embedder: Embedder = load_embedder(context.settings.embedder, context.settings.vector_dimensions)
-        self.generations = Generations(context.state_dir)
-        self.generation = 0
-        self._build_into = context.generation
-        self.store = SqliteVectorStore(self._database(), self.embedder)
-
-    def _database(self) -> Path:
-        if self._build_into is not None:
-            return self._build_into / DATABASE
-        directory = self.generations.current()
-        self.generation = int(directory.name.removeprefix("gen-") or 0)
-        return directory / DATABASE
-
-    async def open(self) -> None:
-        self.store = SqliteVectorStore(self._database(), self.embedder)
-        await self.store.open()
-
-    async def applied_seqs(self, sessions: Sequence[str]) -> dict[str, int]:
-        return await self.store.applied_seqs(self.name, sessions)
-
-    async def apply(self, events: Sequence[Event]) -> None:
-        await self.store.apply(self.name, [memory_docs(event) for event in events])
-
-    async def close(self) -> None:
-        await self.store.close()
-
-
-def vector_projector(context: PluginContext) -> VectorProjector | InPlaceDocProjector[Neo4jVectorStore]:
+def vector_projector(
+    context: PluginContext,
+) -> GenerationalProjector[SqliteVectorStore, EventDocs] | InPlaceDocProjector[Neo4jVectorStore]:
     settings = context.settings
+    embedder = load_embedder(settings.embedder, settings.vector_dimensions)
     if settings.graph_backend == "neo4j":
         if context.generation is not None:
             raise EventloomError("on Neo4j the vector model has no generations: it is rebuilt in place")
-        embedder = load_embedder(settings.embedder, settings.vector_dimensions)
         return InPlaceDocProjector(context.name, neo4j_vector_store(settings, embedder))
-    return VectorProjector(context)
+    return GenerationalProjector(
+        context, DATABASE, lambda path: SqliteVectorStore(path, embedder), memory_docs
+    )

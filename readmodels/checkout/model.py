@@ -11,8 +11,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from readmodels.retrieval.fusion import PROFILES
-from readmodels.retrieval.model import MAX_QUERY_CHARS, Citation, QueryError
+from readmodels.retrieval.model import Citation, check_question, check_range
 
 DEFAULT_TOKEN_BUDGET: Final = 1500
 MIN_TOKEN_BUDGET: Final = 200
@@ -32,17 +31,9 @@ class CheckoutRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     include_inferred: bool = True
 
     def __post_init__(self) -> None:
-        if not self.text.strip():
-            raise QueryError("text: must not be empty")
-        if len(self.text) > MAX_QUERY_CHARS:
-            raise QueryError(f"text: longer than {MAX_QUERY_CHARS} characters")
-        if not 1 <= self.limit <= MAX_CONSIDERED:
-            raise QueryError(f"limit: must be between 1 and {MAX_CONSIDERED}, got {self.limit}")
-        if not MIN_TOKEN_BUDGET <= self.token_budget <= MAX_TOKEN_BUDGET:
-            bounds = f"between {MIN_TOKEN_BUDGET} and {MAX_TOKEN_BUDGET}"
-            raise QueryError(f"token_budget: must be {bounds}, got {self.token_budget}")
-        if self.profile not in PROFILES:
-            raise QueryError(f"profile: expected one of {', '.join(PROFILES)}, got {self.profile!r}")
+        check_question(self.text, self.profile)
+        check_range("limit", self.limit, 1, MAX_CONSIDERED)
+        check_range("token_budget", self.token_budget, MIN_TOKEN_BUDGET, MAX_TOKEN_BUDGET)
 
 
 class Fact(msgspec.Struct, frozen=True, kw_only=True):

@@ -25,6 +25,21 @@ class QueryError(ValueError):
     """A query that cannot be answered as asked (the message names the field)."""
 
 
+def check_question(text: str, profile: str) -> None:
+    """The checks every question shares (a query, a checkout); errors name the field."""
+    if not text.strip():
+        raise QueryError("text: must not be empty")
+    if len(text) > MAX_QUERY_CHARS:
+        raise QueryError(f"text: longer than {MAX_QUERY_CHARS} characters")
+    if profile not in PROFILES:
+        raise QueryError(f"profile: expected one of {', '.join(PROFILES)}, got {profile!r}")
+
+
+def check_range(field: str, value: int, low: int, high: int) -> None:
+    if not low <= value <= high:
+        raise QueryError(f"{field}: must be between {low} and {high}, got {value}")
+
+
 class Query(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A question to memory. `as_of` (RFC 3339) asks what was true then; `lanes` restricts the lanes."""
 
@@ -40,16 +55,9 @@ class Query(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     include_inferred: bool = True
 
     def __post_init__(self) -> None:
-        if not self.text.strip():
-            raise QueryError("text: must not be empty")
-        if len(self.text) > MAX_QUERY_CHARS:
-            raise QueryError(f"text: longer than {MAX_QUERY_CHARS} characters")
-        if not 1 <= self.limit <= MAX_LIMIT:
-            raise QueryError(f"limit: must be between 1 and {MAX_LIMIT}, got {self.limit}")
-        if not 0 <= self.depth <= MAX_DEPTH:
-            raise QueryError(f"depth: must be between 0 and {MAX_DEPTH}, got {self.depth}")
-        if self.profile not in PROFILES:
-            raise QueryError(f"profile: expected one of {', '.join(PROFILES)}, got {self.profile!r}")
+        check_question(self.text, self.profile)
+        check_range("limit", self.limit, 1, MAX_LIMIT)
+        check_range("depth", self.depth, 0, MAX_DEPTH)
         if self.lanes is not None and (not self.lanes or set(self.lanes) - set(LANES)):
             raise QueryError(f"lanes: expected a non-empty list of {', '.join(LANES)}")
 
