@@ -205,6 +205,23 @@ async def test_a_title_match_weighs_more_than_a_body_match(open_keyword: Opener)
         assert [hit.doc.seq for hit in await store.search("zephyr")] == [2, 1]
 
 
+async def test_a_session_with_few_matches_among_many_still_finds_them_all(open_keyword: Opener) -> None:
+    def doc(session: str, seq: int, text: str) -> EventDocs:
+        made = MemoryDoc(
+            session=session, seq=seq, event_hash=f"{seq:064x}", event_type="note.added", ts=ts(seq),
+            kind="event", title="", text=text,
+        )  # fmt: skip
+        return EventDocs(session=session, seq=seq, event_hash=made.event_hash, docs=(made,))
+
+    async with open_keyword() as store:
+        # more matches elsewhere than Neo4j's capped first pass reads (readmodels/keyword/neo4j_fulltext.py)
+        crowd = [doc("crowd", seq, "alpha alpha alpha beta") for seq in range(1, 451)]
+        await store.apply("keyword", [*crowd, doc("few", 1, "alpha gamma"), doc("few", 2, "alpha delta")])
+        assert sorted(hit.doc.seq for hit in await store.search("alpha", session="few", limit=10)) == [1, 2]
+        assert len(await store.search("alpha", session="few", limit=1)) == 1
+        assert len(await store.search("alpha", limit=10)) == 10
+
+
 # -- vector ---------------------------------------------------------------------------------------------
 
 

@@ -25,9 +25,15 @@ INDEX: Final = "keyword_doc_text"
 _WORD: Final = re.compile(r"\w+", re.UNICODE)
 
 
-def _search(filters: str) -> str:
+OVERSAMPLE: Final = 20
+MIN_CANDIDATES: Final = 200
+
+
+def _search(filters: str, *, capped: bool) -> str:
+    """Lucene's best `$candidates` (when capped: it stops early instead of scoring every match), filtered."""
+    options = ", {limit: $candidates}" if capped else ""
     return (
-        f"CALL db.index.fulltext.queryNodes($index, $query) YIELD node AS d, score WHERE {filters} "
+        f"CALL db.index.fulltext.queryNodes($index, $query{options}) YIELD node AS d, score WHERE {filters} "
         f"RETURN {DOC_MAP} AS doc, score {ORDER_HITS} LIMIT $limit"
     )
 
@@ -108,10 +114,13 @@ class Neo4jKeywordStore:
         query = lucene_query(text)
         if query is None or limit <= 0:
             return []
-        filters, params = doc_filters(session, as_of, kinds)
-        rows = await self._docs.rows(
-            _search(filters), {**params, "index": INDEX, "query": query, "limit": limit}
-        )
+        filters, filter_params = doc_filters(session, as_of, kinds)
+        params = {**filter_params, "index": INDEX, "query": query, "limit": limit}
+        candidates = max(MIN_CANDIDATES, OVERSAMPLE * limit)
+        rows = await self._docs.rows(_search(filters, capped=True), {**params, "candidates": candidates})
+        if len(rows) < limit and filter_params:
+            # the filters kept too few of the best candidates: score every match, for full recall
+            rows = await self._docs.rows(_search(filters, capped=False), params)
         return [_hit(row) for row in rows]
 
 
