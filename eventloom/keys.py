@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import os
 from datetime import UTC, datetime
@@ -133,7 +134,7 @@ class KeyStore:
         with os.fdopen(fd, "w") as handle:
             handle.write(bytes(signer._key).hex() + "\n")
         self.trust(TrustedKey(signer.key_id, b64url(signer.public_key), _now(), comment))
-        _atomic_write(self.active_path, (signer.key_id + "\n").encode())
+        atomic_write(self.active_path, (signer.key_id + "\n").encode())
         return signer
 
     def trust(self, key: TrustedKey) -> None:
@@ -141,7 +142,7 @@ class KeyStore:
         keyring.add(key)
         self.root.mkdir(parents=True, exist_ok=True)
         data = msgspec.json.format(msgspec.json.encode(_KeyringFile(keyring.keys)), indent=2)
-        _atomic_write(self.keyring_path, data + b"\n")
+        atomic_write(self.keyring_path, data + b"\n")
 
     def active_key_id(self) -> str | None:
         return self.active_path.read_text().strip() if self.active_path.exists() else None
@@ -151,9 +152,12 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+    """Replace `path` with `data` whole (fsynced), created with `mode` so a secret is never readable."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "wb") as handle:
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), "wb") as handle:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from nats.aio.client import Client
@@ -67,7 +67,7 @@ class EventLog:
 
     async def events(
         self, session: str | None = None, *, from_seq: int = 1, follow: bool = False
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         """Events in stream order (one session's, or all), from event seq `from_seq`."""
         subjects = [self.layout.subject_for(session)] if session else self.layout.partition_subjects()
         async for message in read_stream(self.client, self.layout.name, subjects, follow=follow):

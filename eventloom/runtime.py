@@ -20,6 +20,7 @@ class RuntimeInfo(msgspec.Struct, frozen=True, kw_only=True):
     data_dir: str
     started_at: str
     roles: list[str] = msgspec.field(default_factory=list)
+    http_url: str | None = None
 
 
 def write_runtime(path: Path, info: RuntimeInfo) -> None:

@@ -47,6 +47,8 @@ class Settings:
     neo4j_database: str = "neo4j"
     vector_dimensions: int = 384  # embedding width: the vector read model and Neo4j's vector index
     embedder: str = "hash"  # the vector read model's embedder (an `eventloom.embedders` entry point)
+    tokens_path: Path | None = None  # the HTTP gateway's bearer tokens (default <data>/tokens.json)
+    audit_session: str = "eventloom-audit"  # where the gateway appends its `tool.call.completed` audit
 
     def __post_init__(self) -> None:
         if not 1 <= self.partitions <= 1024:
@@ -59,10 +61,13 @@ class Settings:
             raise ValueError(f"graph_backend: must be one of {', '.join(GRAPH_BACKENDS)}")
         if self.graph_backend == "neo4j" and not self.neo4j_uri:
             raise ValueError("neo4j_uri: required when the graph backend is neo4j (set NEO4J_URI)")
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,128}", self.audit_session):
+            raise ValueError("audit_session: must match ^[A-Za-z0-9_-]{1,128}$ (EVENTLOOM_AUDIT_SESSION)")
 
     @classmethod
     def from_env(cls, data_dir: Path | None = None, nats_url: str | None = None) -> Settings:
         env_dir = os.environ.get("EVENTLOOM_DATA_DIR")
+        tokens = os.environ.get("EVENTLOOM_TOKENS_FILE")
         return cls(
             data_dir=(data_dir or Path(env_dir or ".eventloom")).absolute(),
             nats_url=nats_url or os.environ.get("EVENTLOOM_NATS_URL") or None,
@@ -79,6 +84,10 @@ class Settings:
             neo4j_database=os.environ.get("NEO4J_DATABASE") or "neo4j",
             vector_dimensions=_env_int("EVENTLOOM_VECTOR_DIMENSIONS", 384),
             embedder=os.environ.get("EVENTLOOM_EMBEDDER") or "hash",
+            tokens_path=Path(tokens).absolute()
+            if (tokens := os.environ.get("EVENTLOOM_TOKENS_FILE"))
+            else None,
+            audit_session=os.environ.get("EVENTLOOM_AUDIT_SESSION") or "eventloom-audit",
         )
 
     def to_env(self) -> dict[str, str]:
@@ -97,6 +106,8 @@ class Settings:
             "NEO4J_DATABASE": self.neo4j_database,
             "EVENTLOOM_VECTOR_DIMENSIONS": str(self.vector_dimensions),
             "EVENTLOOM_EMBEDDER": self.embedder,
+            "EVENTLOOM_TOKENS_FILE": str(self.tokens_file),
+            "EVENTLOOM_AUDIT_SESSION": self.audit_session,
         }
         if self.nats_url:
             env["EVENTLOOM_NATS_URL"] = self.nats_url
@@ -124,6 +135,10 @@ class Settings:
     @property
     def nats_dir(self) -> Path:
         return self.data_dir / "nats"
+
+    @property
+    def tokens_file(self) -> Path:
+        return self.tokens_path or self.data_dir / "tokens.json"
 
     @property
     def runtime_file(self) -> Path:

@@ -1,5 +1,5 @@
 """The node: embedded NATS when no URL is set, the stream, and the roles: the ledger mirror, projectors,
-producers and the query service over the read models its projectors keep."""
+producers, the query service over the read models its projectors keep, and the HTTP gateway (if asked)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,12 @@ from eventloom.ledger.mirror import LedgerMirror
 from eventloom.log import EventLog
 from eventloom.runtime import RuntimeInfo, write_runtime
 from eventloom.settings import Settings
+from gateway.mcp.http import HttpGateway, serve_http
 from gateway.memory_role import MEMORY_PROJECTORS, LiveReadModels
 from gateway.workers import enabled_producers, enabled_projectors, producer_runner, run_projector
 from readmodels.query.service import serve_memory
+
+Role = Callable[[], Awaitable[None]]
 
 log = logging.getLogger(__name__)
 _RETRY_S = 0.5
@@ -29,8 +32,10 @@ _RETRY_S = 0.5
 class Node:
     """Runs every role of a deployment in one process until `stop` is set."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, http: tuple[str, int] | None = None) -> None:
         self.settings = settings
+        self.http = http
+        self.http_url: str | None = None
         self.embedded: EmbeddedNats | None = None
         self.url: str | None = settings.nats_url
         self.ready = asyncio.Event()
@@ -52,12 +57,14 @@ class Node:
             layout = await ensure_stream(client, settings)
             self.mirror = LedgerMirror(client, layout, keys, settings.ledger_dir)
             event_log = await EventLog.open(settings, url=self.url)
-            roles: dict[str, Callable[[], Awaitable[None]]] = {"ledger-mirror": lambda: self.mirror.run(stop)}  # type: ignore[union-attr]
-            roles.update(self._worker_roles(event_log, stop))
+            roles: dict[str, Role] = {"ledger-mirror": lambda: self.mirror.run(stop)}  # type: ignore[union-attr]
+            roles.update(worker_roles(event_log, stop))
+            if self.http is not None:
+                roles["gateway-http"] = self._gateway_role(stop)
             self.roles = sorted(roles)
             await asyncio.to_thread(self._write_runtime)
             self.ready.set()
-            await self._supervise(roles, stop)
+            await supervise(roles, stop)
         finally:
             with contextlib.suppress(OSError):
                 await asyncio.to_thread(settings.runtime_file.unlink)
@@ -68,42 +75,15 @@ class Node:
             if self.embedded is not None:
                 await self.embedded.stop()
 
-    def _worker_roles(
-        self, event_log: EventLog, stop: asyncio.Event
-    ) -> dict[str, Callable[[], Awaitable[None]]]:
-        """Every enabled projector, and one shared consumer for every enabled producer."""
-        roles: dict[str, Callable[[], Awaitable[None]]] = {}
-        live = LiveReadModels()
-        projectors = enabled_projectors(self.settings)
-        for name in projectors:
-            roles[f"projector:{name}"] = lambda name=name: run_projector(event_log, name, None, stop, live)  # type: ignore[misc]
-        if set(projectors) & set(MEMORY_PROJECTORS):
-            roles["query"] = lambda: serve_memory(event_log.client, live.memory(), stop)
-        producers = enabled_producers(self.settings)
-        if producers:
-            roles["producers"] = lambda: producer_runner(event_log, producers, None).run(stop)
-        return roles
+    def _gateway_role(self, stop: asyncio.Event) -> Role:
+        assert self.http is not None
+        host, port = self.http
 
-    async def _keep_running(
-        self, name: str, role: Callable[[], Awaitable[None]], stop: asyncio.Event
-    ) -> None:
-        """A role restarts after a failure (e.g. NATS restarting) instead of taking the node down."""
-        while not stop.is_set():
-            try:
-                await role()
-            except Exception:
-                log.exception("%s failed; restarting in %.1fs", name, _RETRY_S)
-                await asyncio.sleep(_RETRY_S)
+        async def serving(gateway: HttpGateway) -> None:
+            self.http_url = gateway.url
+            await asyncio.to_thread(self._write_runtime)
 
-    async def _supervise(self, roles: dict[str, Callable[[], Awaitable[None]]], stop: asyncio.Event) -> None:
-        tasks = {asyncio.create_task(self._keep_running(n, r, stop), name=n) for n, r in roles.items()}
-        await stop.wait()
-        _, running = await asyncio.wait(tasks, timeout=15)  # each finishes the batch in hand
-        for task in running:
-            task.cancel()
-        for task in running:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        return lambda: serve_http(self.settings, self.url, host, port, stop, on_ready=serving)
 
     def _write_runtime(self) -> None:
         assert self.url is not None
@@ -117,5 +97,47 @@ class Node:
                 data_dir=str(self.settings.data_dir),
                 started_at=utc_timestamp(),
                 roles=["nats" if self.embedded else "nats-external", *self.roles],
+                http_url=self.http_url,
             ),
         )
+
+
+def worker_roles(
+    event_log: EventLog, stop: asyncio.Event, *, only: tuple[str, ...] | None = None
+) -> dict[str, Role]:
+    """Every enabled projector (or those of `only`), the query service over the memory read models among
+    them, and one shared consumer for every enabled producer (none with `only`)."""
+    settings = event_log.settings
+    roles: dict[str, Role] = {}
+    live = LiveReadModels()
+    projectors = [name for name in enabled_projectors(settings) if only is None or name in only]
+    for name in projectors:
+        roles[f"projector:{name}"] = lambda name=name: run_projector(event_log, name, None, stop, live)  # type: ignore[misc]
+    if set(projectors) & set(MEMORY_PROJECTORS):
+        roles["query"] = lambda: serve_memory(event_log.client, live.memory(), stop)
+    producers = enabled_producers(settings) if only is None else []
+    if producers:
+        roles["producers"] = lambda: producer_runner(event_log, producers, None).run(stop)
+    return roles
+
+
+async def keep_running(name: str, role: Role, stop: asyncio.Event) -> None:
+    """A role restarts after a failure (e.g. NATS restarting) instead of taking the process down."""
+    while not stop.is_set():
+        try:
+            await role()
+        except Exception:
+            log.exception("%s failed; restarting in %.1fs", name, _RETRY_S)
+            await asyncio.sleep(_RETRY_S)
+
+
+async def supervise(roles: dict[str, Role], stop: asyncio.Event) -> None:
+    """Run every role until `stop`; then give each 15 s to finish the batch in hand."""
+    tasks = {asyncio.create_task(keep_running(n, r, stop), name=n) for n, r in roles.items()}
+    await stop.wait()
+    _, running = await asyncio.wait(tasks, timeout=15)
+    for task in running:
+        task.cancel()
+    for task in running:
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -21,8 +21,16 @@ class NodeProcess:
     environment do not, so a node without a NATS URL always starts its own embedded server.
     """
 
-    def __init__(self, settings: Settings, *, log_path: Path | None = None, new_session: bool = True) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        log_path: Path | None = None,
+        new_session: bool = True,
+        http: str | None = None,
+    ) -> None:
         self.settings = settings
+        self.http = http
         self.log_path = log_path or settings.data_dir / "node.log"
         self.new_session = new_session
         self.process: subprocess.Popen[bytes] | None = None
@@ -37,6 +45,8 @@ class NodeProcess:
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("EVENTLOOM_")} | self.settings.to_env()
         command = [sys.executable, "-m", "gateway", "--data-dir", str(self.settings.data_dir), "up"]
+        if self.http is not None:
+            command += ["--http", self.http]
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
                 command,

@@ -11,8 +11,10 @@ from gateway.cli import (
     demo,
     dev_cmds,
     graph_cmds,
+    health_cmd,
     keys_cmd,
     log_cmds,
+    mcp_cmds,
     memory_cmds,
     node_cmds,
     rebuild_cmd,
@@ -52,6 +54,8 @@ rebuild_cmd.register(app)
 dev_cmds.register(app)
 memory_cmds.register(app)
 schema_cmds.register(app)
+mcp_cmds.register(app)
+health_cmd.register(app)
 app.add_typer(keys_cmd.app, name="keys")
 
 

@@ -1,5 +1,5 @@
-"""`eventloom memory ...`: ask memory (query, checkout, answered by the node's query service over NATS)
-and audit the inferred edges."""
+"""`eventloom memory ...`: ask memory (query, checkout, causal chains, answered by the node's query service
+over NATS) and audit the inferred edges."""
 
 from __future__ import annotations
 
@@ -13,6 +13,14 @@ from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, print_json, run, settings_of
 from projectors.inferred.plugin import live_database
 from readmodels.checkout.model import DEFAULT_TOKEN_BUDGET, CheckoutRequest
+from readmodels.graph.causal import (
+    DEFAULT_CAUSAL_DEPTH,
+    DEFAULT_CAUSAL_LIMIT,
+    CausalChain,
+    CausalRequest,
+    CausalStep,
+    Direction,
+)
 from readmodels.inferred.model import InferredStatus, Stats
 from readmodels.inferred.sqlite_store import SqliteInferredStore
 from readmodels.query.client import MemoryClient
@@ -22,6 +30,11 @@ from readmodels.retrieval.model import DEFAULT_LIMIT, Query, QueryError
 
 T = TypeVar("T")
 memory_app = typer.Typer(help="What the memory read models know.", no_args_is_help=True)
+causal_app = typer.Typer(
+    help="Causal chains over the graph: what an entity caused, or what caused it. Causal edges are proposed "
+    "and non-authoritative; retracted ones are left out unless --as-of asks for a time they held.",
+    no_args_is_help=True,
+)
 TextArgument = Annotated[str, typer.Argument(help="The question, in plain words (at most 4,096 characters)")]
 SessionOption = Annotated[str | None, typer.Option("--session", help="Only this session")]
 AsOfOption = Annotated[
@@ -35,6 +48,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON")]
 
 def register(app: typer.Typer) -> None:
     app.add_typer(memory_app, name="memory")
+    memory_app.add_typer(causal_app, name="causal")
 
 
 @memory_app.command(
@@ -162,3 +176,98 @@ async def _status(settings: Settings, session: str | None) -> InferredStatus:
         fail(f"no inferred-edge read model yet: {hint}", EXIT_FAILED)
     async with SqliteInferredStore(database, read_only=True) as store:  # the node keeps writing it
         return await store.status(session)
+
+
+NameArgument = Annotated[str, typer.Argument(help="The entity's name, exactly as the graph has it")]
+CausalSessionOption = Annotated[str, typer.Option("--session", help="The session the entity is in")]
+TypeOption = Annotated[
+    str | None, typer.Option("--type", help="Start only from an entity of this type (e.g. cause, outcome)")
+]
+CausalDepthOption = Annotated[int, typer.Option("--depth", help="Hops to follow (1-5)")]
+CausalLimitOption = Annotated[
+    int, typer.Option("--limit", help="Edges per hop (1-100), most confident first")
+]
+
+
+@causal_app.command("successors", help="What the entity caused: causal edges out of it, hop by hop.")
+def causal_successors(
+    ctx: typer.Context,
+    name: NameArgument,
+    session: CausalSessionOption,
+    entity_type: TypeOption = None,
+    depth: CausalDepthOption = DEFAULT_CAUSAL_DEPTH,
+    as_of: AsOfOption = None,
+    limit: CausalLimitOption = DEFAULT_CAUSAL_LIMIT,
+    as_json: JsonOption = False,
+) -> None:
+    _causal(ctx, "successors", name, session, entity_type, depth, as_of, limit, as_json)
+
+
+@causal_app.command("predecessors", help="What caused the entity: causal edges into it, hop by hop.")
+def causal_predecessors(
+    ctx: typer.Context,
+    name: NameArgument,
+    session: CausalSessionOption,
+    entity_type: TypeOption = None,
+    depth: CausalDepthOption = DEFAULT_CAUSAL_DEPTH,
+    as_of: AsOfOption = None,
+    limit: CausalLimitOption = DEFAULT_CAUSAL_LIMIT,
+    as_json: JsonOption = False,
+) -> None:
+    _causal(ctx, "predecessors", name, session, entity_type, depth, as_of, limit, as_json)
+
+
+def _causal(
+    ctx: typer.Context,
+    direction: Direction,
+    name: str,
+    session: str,
+    entity_type: str | None,
+    depth: int,
+    as_of: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    request = _valid(
+        lambda: CausalRequest(
+            session=session,
+            name=name,
+            direction=direction,
+            entity_type=entity_type,
+            depth=depth,
+            as_of=as_of,
+            limit=limit,
+        )
+    )
+    chain = run(_ask(settings_of(ctx), lambda memory: memory.causal(request)))
+    if as_json:
+        print_json(chain)
+        return
+    _print_chain(chain)
+
+
+def _print_chain(chain: CausalChain) -> None:
+    """A tree: each step indented by its hop, the entity it reached first, then the edge's audit fields."""
+    if not chain.start:
+        console.print(f"no entity named {chain.name!r} in session {chain.session}", highlight=False)
+        return
+    started = ", ".join(f"{entity.name} ({entity.entity_type})" for entity in chain.start)
+    print(f"{chain.direction} of {started}, as of {chain.as_of or 'now'}")
+    for step in chain.steps:
+        reached = step.effect if chain.direction == "successors" else step.cause
+        indent = "  " * step.depth
+        print(f"{indent}{step.depth}. {reached.name} ({reached.entity_type})")
+        print(f"{indent}   {_edge_line(step)}")
+        for cited in step.citations:
+            print(f"{indent}   cites {cited.uri}")
+    more = "; more edges than --limit at some hop (the most confident shown)" if chain.truncated else ""
+    console.print(f"{len(chain.steps)} causal step(s), not authoritative{more}", highlight=False)
+
+
+def _edge_line(step: CausalStep) -> str:
+    confidence = "-" if step.confidence is None else f"{step.confidence:.2f}"
+    window = f"{step.valid_from} .. {step.valid_to or 'now'}"
+    return (
+        f"{step.cause.name} -{step.relation_type}-> {step.effect.name}  confidence {confidence}  "
+        f"{step.review_status or '-'}/{step.authority_status or '-'}  [{window}]"
+    )

@@ -20,6 +20,7 @@ from eventloom.ledger.files import ledger_path, ledger_sessions, read_tip
 from eventloom.runtime import read_runtime, resolve_nats_url
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, console, fail, print_json, run, settings_of
+from gateway.cli.mcp_cmds import parse_listen
 from gateway.node import Node
 from gateway.node_process import NodeProcess
 
@@ -27,9 +28,10 @@ _START_TIMEOUT_S = 30.0
 
 
 def register(app: typer.Typer) -> None:
-    app.command(help="Start a node: embedded NATS (unless EVENTLOOM_NATS_URL is set) and the ledger mirror.")(
-        up
-    )
+    app.command(
+        help="Start a node: embedded NATS (unless EVENTLOOM_NATS_URL is set), the ledger mirror, the "
+        "projectors, producers and query service, and with --http the MCP gateway over HTTP."
+    )(up)
     app.command(help="Stop the node running on this data dir.")(down)
     app.command(help="Stream state, consumers and their lag, and ledger sessions.")(status)
 
@@ -42,37 +44,45 @@ def up(
     sync: Annotated[
         str | None, typer.Option(help="JetStream fsync policy: always | default | a duration like 1s")
     ] = None,
+    http: Annotated[
+        str | None,
+        typer.Option("--http", help="Also serve MCP over HTTP at HOST:PORT, e.g. 127.0.0.1:8787"),
+    ] = None,
 ) -> None:
     settings = settings_of(ctx)
+    listen = parse_listen(http) if http is not None else None
     if sync is not None:
         settings = Settings(**{**settings.__dict__, "sync": sync})
     running = read_runtime(settings.runtime_file)
-    if running is not None:
+    # A file left by an unclean stop can name our own pid (PID 1 again in a restarted container).
+    if running is not None and running.pid != os.getpid():
         fail(f"a node is already running for {settings.data_dir} (pid {running.pid}, {running.nats_url})")
     if detach:
-        _start_detached(settings)
+        _start_detached(settings, http)
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    run(_run_node(settings))
+    run(_run_node(settings, listen))
 
 
-async def _run_node(settings: Settings) -> None:
+async def _run_node(settings: Settings, http: tuple[str, int] | None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    node = Node(settings)
+    node = Node(settings, http=http)
     task = asyncio.create_task(node.run(stop))
     ready = asyncio.create_task(node.ready.wait())
     await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED)
     if node.ready.is_set():
         console.print(f"eventloom node up: {node.url}  data dir {settings.data_dir}  (Ctrl-C to stop)")
+        if http is not None:
+            console.print(f"MCP over HTTP at http://{http[0]}:{http[1]}/mcp (tokens: {settings.tokens_file})")
     await task
 
 
-def _start_detached(settings: Settings) -> None:
+def _start_detached(settings: Settings, http: str | None) -> None:
     try:
-        info = NodeProcess(settings).start(timeout=_START_TIMEOUT_S)
+        info = NodeProcess(settings, http=http).start(timeout=_START_TIMEOUT_S)
     except EventloomError as exc:
         fail(f"{exc}\n(full log: {settings.data_dir / 'node.log'})")
     console.print(f"eventloom node started in the background: pid {info.pid}, {info.nats_url}")

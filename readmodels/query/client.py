@@ -9,6 +9,7 @@ import nats.errors
 from nats.aio.client import Client
 
 from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
+from readmodels.graph.causal import CausalChain, CausalRequest
 from readmodels.inferred.model import InferredStatus
 from readmodels.query.protocol import MemoryUnavailableError
 from readmodels.query.service import SUBJECT_PREFIX, InferredRequest, Reply
@@ -35,6 +36,14 @@ class MemoryClient:
 
     async def inferred_status(self, session: str | None = None) -> InferredStatus:
         return await self._ask("inferred", InferredRequest(session=session), InferredStatus)
+
+    async def causal(self, request: CausalRequest) -> CausalChain:
+        return await self._ask("causal", request, CausalChain)
+
+    async def healthy(self) -> bool:
+        """Whether a query service answers (raises MemoryUnavailableError when none does)."""
+        answer = await self._ask("health", {}, dict[str, bool])
+        return answer.get("ok", False)
 
     async def _ask(self, name: str, request: Any, answer: type[T]) -> T:
         try:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from readmodels.checkout.assemble import assemble_context
 from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
+from readmodels.graph.causal import CausalChain, CausalRequest, causal_chain
 from readmodels.inferred.model import InferredStatus
 from readmodels.inferred.sqlite_store import SqliteInferredStore
 from readmodels.query.protocol import MemoryUnavailableError
@@ -20,6 +21,7 @@ class LocalMemory:
         inferred: Callable[[], SqliteInferredStore | None] = lambda: None,
     ) -> None:
         self.retriever = Retriever(models)
+        self._models = models
         self._inferred = inferred
 
     async def query(self, query: Query) -> QueryResult:
@@ -33,3 +35,9 @@ class LocalMemory:
         if store is None:
             raise MemoryUnavailableError("the inferred-edge read model is not running here")
         return await store.status(session)
+
+    async def causal(self, request: CausalRequest) -> CausalChain:
+        graph = self._models().graph
+        if graph is None:
+            raise MemoryUnavailableError("the graph read model is not running here")
+        return await graph.read(causal_chain(request))

@@ -1,8 +1,9 @@
 """Memory queries over NATS request/reply, in the queue group `memory`, so gateways stay stateless.
 
-Subjects (`eventloom.q.memory.*`): `query` (a `Query`), `checkout` (a `CheckoutRequest`) and `inferred`
-(`{"session": ...}`). Replies are `{"result": ...}` or `{"error": {"code", "message"}}`; codes are
-`invalid_input` (the message names the field), `unavailable` and `internal`. Plain JSON on the wire.
+Subjects (`eventloom.q.memory.*`): `query` (a `Query`), `checkout` (a `CheckoutRequest`), `inferred`
+(`{"session": ...}`), `causal` (a `CausalRequest`) and `health` (`{}`, answered `{"ok": true}`). Replies
+are `{"result": ...}` or `{"error": {"code", "message"}}`; codes are `invalid_input` (the message names the
+field), `unavailable` and `internal`. Plain JSON on the wire.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from readmodels.checkout.model import CheckoutRequest
+from readmodels.graph.causal import CausalRequest
 from readmodels.query.protocol import MemoryService, MemoryUnavailableError
 from readmodels.retrieval.model import Query, QueryError
 
@@ -52,7 +54,13 @@ def _handlers(memory: MemoryService) -> dict[str, Callable[[bytes], Awaitable[An
     async def inferred(data: bytes) -> Any:
         return await memory.inferred_status(msgspec.json.decode(data, type=InferredRequest).session)
 
-    return {"query": query, "checkout": checkout, "inferred": inferred}
+    async def causal(data: bytes) -> Any:
+        return await memory.causal(msgspec.json.decode(data, type=CausalRequest))
+
+    async def health(data: bytes) -> Any:
+        return {"ok": True}
+
+    return {"query": query, "checkout": checkout, "inferred": inferred, "causal": causal, "health": health}
 
 
 async def answer(handler: Callable[[bytes], Awaitable[Any]], data: bytes) -> Reply:

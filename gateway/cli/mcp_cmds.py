@@ -1,0 +1,174 @@
+"""`eventloom mcp`, `eventloom gateway http`, `eventloom query serve` and `eventloom tokens ...`: the MCP
+gateway on stdio and HTTP, the query role on its own, and the HTTP gateway's bearer tokens."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated, cast
+
+import typer
+
+from eventloom.errors import EventloomError
+from eventloom.log import EventLog
+from eventloom.runtime import resolve_nats_url
+from eventloom.settings import Settings
+from gateway.cli.common import EXIT_INVALID, console, fail, print_json, run, settings_of
+from gateway.mcp.http import DEFAULT_RATE, HttpGateway, serve_http
+from gateway.mcp.stdio import run_stdio
+from gateway.mcp.tokens import Role, add_token, read_tokens, revoke_token
+from gateway.node import supervise, worker_roles
+
+DEFAULT_LISTEN = "127.0.0.1:8787"
+MEMORY_MODELS = ("graph", "keyword", "vector", "inferred")
+gateway_app = typer.Typer(help="The MCP gateway as a role of its own.", no_args_is_help=True)
+query_app = typer.Typer(help="The query role on its own.", no_args_is_help=True)
+tokens_app = typer.Typer(
+    help="Bearer tokens of the HTTP gateway (stored as SHA-256 digests).", no_args_is_help=True
+)
+ListenOption = Annotated[
+    str, typer.Option("--listen", help="HOST:PORT to serve on (loopback unless you say otherwise)")
+]
+
+
+def register(app: typer.Typer) -> None:
+    app.command(
+        "mcp",
+        help="Serve MCP on stdin/stdout for one agent. Uses the node running on this data dir (or "
+        "EVENTLOOM_NATS_URL); when none runs, starts one in this process and stops it on exit.",
+    )(mcp)
+    app.add_typer(gateway_app, name="gateway")
+    app.add_typer(query_app, name="query")
+    app.add_typer(tokens_app, name="tokens")
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    host, sep, port = listen.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        fail(f"--listen: expected HOST:PORT, e.g. {DEFAULT_LISTEN}; got {listen!r}", EXIT_INVALID)
+    return host, int(port)
+
+
+def mcp(ctx: typer.Context) -> None:
+    # stdout carries the protocol: everything else goes to stderr.
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+    )
+    run(run_stdio(settings_of(ctx)))
+
+
+@gateway_app.command(
+    "http",
+    help="Serve MCP over streamable HTTP at /mcp (bearer tokens required; GET /healthz is open) on the "
+    "node's NATS: EVENTLOOM_NATS_URL, else the node running on this data dir.",
+)
+def gateway_http(
+    ctx: typer.Context,
+    listen: ListenOption = DEFAULT_LISTEN,
+    tokens: Annotated[
+        str | None, typer.Option("--tokens", help="The tokens file [default: <data>/tokens.json]")
+    ] = None,
+    rate: Annotated[float, typer.Option("--rate", help="Calls per second per token (bursts of 2x)")] = (
+        DEFAULT_RATE
+    ),
+) -> None:
+    settings = settings_of(ctx)
+    if tokens is not None:
+        settings = replace(settings, tokens_path=Path(tokens).absolute())
+    host, port = parse_listen(listen)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    run(_serve_http(settings, host, port, rate))
+
+
+async def _serve_http(settings: Settings, host: str, port: int, rate: float) -> None:
+    stop = _stop_on_signals()
+
+    async def announce(gateway: HttpGateway) -> None:
+        console.print(f"MCP over HTTP at {gateway.url} (tokens: {settings.tokens_file}); Ctrl-C to stop")
+
+    await serve_http(settings, resolve_nats_url(settings), host, port, stop, rate=rate, on_ready=announce)
+
+
+@query_app.command(
+    "serve",
+    help="Run the memory read models (graph, keyword, vector and inferred projectors, as enabled) and "
+    "answer memory queries and read-only Cypher over NATS, without the rest of the node.",
+)
+def query_serve(ctx: typer.Context) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    run(_serve_queries(settings_of(ctx)))
+
+
+async def _serve_queries(settings: Settings) -> None:
+    stop = _stop_on_signals()
+    async with await EventLog.open(settings) as log:
+        roles = worker_roles(log, stop, only=MEMORY_MODELS)
+        if "query" not in roles:
+            raise EventloomError(
+                "no memory read model is enabled: "
+                "set EVENTLOOM_PROJECTORS to include graph, keyword or vector"
+            )
+        console.print(f"query role: {', '.join(sorted(roles))} (Ctrl-C to stop)")
+        await supervise(roles, stop)
+
+
+def _stop_on_signals() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+@tokens_app.command("add", help="Create a token; it is printed once and stored only as a digest.")
+def tokens_add(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Who holds it, e.g. ci-agent")],
+    session: Annotated[
+        list[str],
+        typer.Option("--session", help="A session pattern it may touch (glob: proj-*, *); repeatable"),
+    ],
+    role: Annotated[str, typer.Option("--role", help="agent, or admin (replay and Cypher)")] = "agent",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    if role not in ("agent", "admin"):
+        fail("--role: expected agent or admin", EXIT_INVALID)
+    path = settings_of(ctx).tokens_file
+    try:
+        token = add_token(path, name, cast(Role, role), session)
+    except EventloomError as exc:
+        fail(str(exc), EXIT_INVALID)
+    if as_json:
+        print_json({"name": name, "role": role, "sessions": session, "token": token, "file": str(path)})
+        return
+    console.print(f"token {name!r} ({role}, sessions {', '.join(session)}) stored in {path}; shown once:")
+    print(token)
+
+
+@tokens_app.command("list", help="The tokens' names, roles and session patterns (never the tokens).")
+def tokens_list(
+    ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False
+) -> None:
+    entries = read_tokens(settings_of(ctx).tokens_file).tokens
+    if as_json:
+        print_json(
+            [
+                {"name": e.name, "role": e.role, "sessions": e.sessions, "created_at": e.created_at}
+                for e in entries
+            ]
+        )
+        return
+    for entry in entries:
+        print(f"{entry.name}  {entry.role}  {','.join(entry.sessions)}  {entry.created_at}")
+
+
+@tokens_app.command("revoke", help="Delete a token; gateways stop accepting it within a second.")
+def tokens_revoke(ctx: typer.Context, name: str) -> None:
+    if not revoke_token(settings_of(ctx).tokens_file, name):
+        fail(f"name: no token named {name!r}", EXIT_INVALID)
+    console.print(f"revoked {name!r}")

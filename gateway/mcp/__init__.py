@@ -1,0 +1,1 @@
+"""The MCP gateway: the tools agents call, over stdio (`eventloom mcp`) and streamable HTTP."""

@@ -1,0 +1,35 @@
+"""Who is making the tool call in progress: set by the server around each call, read by the tools."""
+
+from __future__ import annotations
+
+from contextvars import ContextVar, Token
+
+import msgspec
+
+from gateway.mcp.tokens import Principal
+
+
+class Caller(msgspec.Struct, frozen=True):
+    principal: Principal
+    transport: str  # "stdio" or "http"
+
+    @property
+    def actor(self) -> str:
+        """The `actor` of events the caller appends without naming one."""
+        return f"mcp:{self.principal.name}"
+
+
+_current: ContextVar[Caller] = ContextVar("eventloom_mcp_caller")
+
+
+def current_caller() -> Caller:
+    return _current.get()
+
+
+def calling_as(caller: Caller) -> Token[Caller]:
+    """Make `caller` current for this task; returns the token `finished_calling` needs."""
+    return _current.set(caller)
+
+
+def finished_calling(token: Token[Caller]) -> None:
+    _current.reset(token)

@@ -1,0 +1,193 @@
+"""Streamable HTTP for the MCP server, behind a bearer-token gate and a per-token rate limit.
+
+The gate answers 401 before the MCP layer sees a request without a valid token, and 429 (with
+`Retry-After`) when a token calls faster than its rate; the server checks the token again per tool call,
+with its session patterns. `GET /healthz` is open so orchestrators can probe it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import socket
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import uvicorn
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from eventloom.settings import Settings
+from gateway.mcp.arguments import MAX_PAYLOAD_BYTES
+from gateway.mcp.backend import open_backend
+from gateway.mcp.failures import REMEDIATION
+from gateway.mcp.server import BearerTokens, EventloomMCP
+from gateway.mcp.tokens import TokenBook, bearer_token
+
+log = logging.getLogger(__name__)
+MCP_PATH: Final = "/mcp"
+HEALTH_PATH: Final = "/healthz"
+# A 1 MiB payload grows when JSON-escaped inside a JSON-RPC request; the tool itself enforces the 1 MiB.
+MAX_BODY_BYTES: Final = 3 * MAX_PAYLOAD_BYTES
+DEFAULT_RATE: Final = 50.0
+DEFAULT_BURST: Final = round(2 * DEFAULT_RATE)
+
+
+@dataclass
+class RateLimiter:
+    """A token bucket per caller: `rate` calls a second on average, bursts of up to `burst`."""
+
+    rate: float = DEFAULT_RATE
+    burst: int = DEFAULT_BURST
+    _buckets: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def wait_s(self, caller: str) -> float:
+        """0 when the call may go ahead (and is counted), else how long until it may."""
+        now = time.monotonic()
+        tokens, then = self._buckets.get(caller, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - then) * self.rate)
+        if tokens >= 1.0:
+            self._buckets[caller] = (tokens - 1.0, now)
+            return 0.0
+        self._buckets[caller] = (tokens, now)
+        return (1.0 - tokens) / self.rate
+
+
+class BearerGate:
+    """ASGI middleware: no valid bearer token, no MCP; too fast, 429."""
+
+    def __init__(self, app: ASGIApp, book: TokenBook, limiter: RateLimiter) -> None:
+        self.app = app
+        self.book = book
+        self.limiter = limiter
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] == HEALTH_PATH:
+            await self.app(scope, receive, send)
+            return
+        headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
+        token = bearer_token(headers.get("authorization"))
+        principal = await asyncio.to_thread(self.book.principal, token) if token else None
+        if principal is None:
+            message = "authorization: a valid bearer token is required" if token else "authorization: missing"
+            await _refuse(401, "unauthorized", message, {"WWW-Authenticate": 'Bearer realm="eventloom"'})(
+                scope, receive, send
+            )
+            return
+        wait = self.limiter.wait_s(principal.name)
+        if wait > 0:
+            message = f"rate: token {principal.name!r} exceeded {self.limiter.rate:g} calls/s"
+            retry = {"Retry-After": str(max(1, math.ceil(wait)))}
+            await _refuse(429, "rate_limited", message, retry)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def _refuse(status: int, code: str, message: str, headers: dict[str, str]) -> Response:
+    remediation = REMEDIATION.get("unauthorized") if status == 401 else "Slow down; retry after Retry-After."
+    body = {"error": {"code": code, "message": message, "remediation": remediation}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def http_app(server: EventloomMCP, book: TokenBook, limiter: RateLimiter, host: str) -> ASGIApp:
+    async def healthz(request: Request) -> Response:
+        tokens = await asyncio.to_thread(book.count)
+        return JSONResponse({"ok": True, "tools": len(server.tool_names), "tokens": tokens})
+
+    server.custom_route(HEALTH_PATH, methods=["GET"])(healthz)
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,  # any gateway replica can answer any request
+        max_request_body_size=MAX_BODY_BYTES,
+        host=host,
+    )
+    return BearerGate(app, book, limiter)
+
+
+class _QuietServer(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """The process that runs the gateway (the node, the CLI) owns the signals, not uvicorn."""
+        yield
+
+
+class HttpGateway:
+    """The MCP server on streamable HTTP at `host:port` (port 0: any free port; see `address`)."""
+
+    def __init__(
+        self, server: EventloomMCP, book: TokenBook, host: str, port: int, limiter: RateLimiter | None = None
+    ) -> None:
+        self.app = http_app(server, book, limiter or RateLimiter(), host)
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.socket = socket.socket(family, socket.SOCK_STREAM)
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.socket.bind((host, port))
+        self.host = host
+        self.ready = asyncio.Event()
+
+    @property
+    def address(self) -> tuple[str, int]:
+        bound: tuple[Any, ...] = self.socket.getsockname()
+        return self.host, int(bound[1])
+
+    @property
+    def url(self) -> str:
+        host, port = self.address
+        return f"http://{f'[{host}]' if ':' in host else host}:{port}{MCP_PATH}"
+
+    async def run(self, stop: asyncio.Event) -> None:
+        config = uvicorn.Config(self.app, log_level="warning", lifespan="on", access_log=False)
+        server = _QuietServer(config)
+        serving = asyncio.create_task(server.serve(sockets=[self.socket]))
+        stopping = asyncio.create_task(stop.wait())
+        try:
+            while not server.started and not serving.done():  # noqa: ASYNC110 (uvicorn offers only a flag)
+                await asyncio.sleep(0.02)
+            if server.started:
+                self.ready.set()
+            await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+            server.should_exit = True
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait_for(serving, 10)
+            self.socket.close()
+
+
+async def serve_http(
+    settings: Settings,
+    url: str | None,
+    host: str,
+    port: int,
+    stop: asyncio.Event,
+    *,
+    rate: float | None = None,
+    on_ready: Callable[[HttpGateway], Awaitable[None]] | None = None,
+) -> None:
+    """The HTTP gateway on the NATS at `url` (None: the settings' or the running node's), until `stop`."""
+    backend = await open_backend(settings, url)
+    try:
+        book = TokenBook(settings.tokens_file)
+        if await asyncio.to_thread(book.count) == 0:
+            log.warning(
+                "no tokens in %s: every call will be refused; add one with "
+                "`eventloom tokens add NAME --session 'PATTERN'`",
+                settings.tokens_file,
+            )
+        limiter = RateLimiter(rate=rate, burst=max(1, round(2 * rate))) if rate else RateLimiter()
+        server = EventloomMCP(backend, BearerTokens(book))
+        gateway = HttpGateway(server, book, host, port, limiter)
+        running = asyncio.create_task(gateway.run(stop))
+        await asyncio.wait(
+            {running, asyncio.create_task(gateway.ready.wait())}, return_when=asyncio.FIRST_COMPLETED
+        )
+        if gateway.ready.is_set() and on_ready is not None:
+            await on_ready(gateway)
+        await running
+    finally:
+        await backend.log.close()

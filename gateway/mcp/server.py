@@ -1,0 +1,168 @@
+"""The Eventloom MCP server: the tools, and around every call who is calling, what they may touch, a
+structured error when it fails, and a `tool.call.completed` audit event in the log.
+
+The session scope is enforced here, on the server, for every tool (reads included): a call's `session`
+argument must match one of the caller's patterns, and a call without one (a question across sessions, a
+Cypher query) needs a caller who may touch every session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import time
+from collections.abc import Mapping
+from typing import Any, Final, Protocol
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, TextContent
+
+from gateway import __version__
+from gateway.mcp.backend import Backend
+from gateway.mcp.caller import Caller, calling_as, finished_calling
+from gateway.mcp.failures import ToolFailure, failure_of
+from gateway.mcp.tokens import LOCAL_OPERATOR, TokenBook, bearer_token
+from gateway.mcp.tools_context import register_context_tools
+from gateway.mcp.tools_log import ADMIN_TOOLS, register_log_tools
+from gateway.mcp.tools_memory import register_memory_tools
+
+log = logging.getLogger(__name__)
+_ARGUMENT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+_TOOL_NAME = re.compile(r"[^A-Za-z0-9_.-]")
+INSTRUCTIONS: Final = (
+    "Eventloom is this agent's event-sourced memory. Append what happens (memory_append: goals, tasks, "
+    "decisions, observations, facts), ask with memory_checkout or context_assemble before answering, and "
+    "cite the eventloom:// URIs it returns. Inferred and causal context is never authoritative."
+)
+
+
+class Authenticator(Protocol):
+    """Who is calling, from the request's headers (None on stdio); None when nobody valid is."""
+
+    async def caller(self, headers: Mapping[str, str] | None) -> Caller | None: ...
+
+
+class LocalOperator:
+    """stdio: the caller is the user who started the server on their own data dir."""
+
+    async def caller(self, headers: Mapping[str, str] | None) -> Caller | None:
+        return Caller(LOCAL_OPERATOR, "stdio")
+
+
+class BearerTokens:
+    """HTTP: the caller is whoever holds a token of the tokens file (checked again for every call)."""
+
+    def __init__(self, book: TokenBook) -> None:
+        self.book = book
+
+    async def caller(self, headers: Mapping[str, str] | None) -> Caller | None:
+        token = bearer_token((headers or {}).get("authorization"))
+        if token is None:
+            return None
+        principal = await asyncio.to_thread(self.book.principal, token)
+        return Caller(principal, "http") if principal else None
+
+
+class EventloomMCP(MCPServer):
+    def __init__(self, backend: Backend, authenticator: Authenticator) -> None:
+        super().__init__(
+            "eventloom",
+            title="Eventloom memory",
+            instructions=INSTRUCTIONS,
+            version=__version__,
+            log_level="WARNING",
+        )
+        self.backend = backend
+        self.authenticator = authenticator
+        register_memory_tools(self, backend)
+        register_context_tools(self, backend)
+        register_log_tools(self, backend)
+        self.tool_names = frozenset(tool.name for tool in self._tool_manager.list_tools())
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> Any:
+        started = time.perf_counter()
+        caller = await self.authenticator.caller(_headers(context))
+        if caller is None:
+            return _error(ToolFailure("unauthorized", "authorization: no valid bearer token"))
+        token = calling_as(caller)
+        failure: ToolFailure | None = None
+        result: Any = None
+        try:
+            self._authorize(caller, name, arguments)
+            result = await super().call_tool(name, arguments, context)
+        except Exception as exc:
+            failure = failure_of(exc.__cause__ if exc.__cause__ is not None else exc)
+        finally:
+            finished_calling(token)
+        await self._audit(caller, name, arguments, failure, time.perf_counter() - started)
+        return _error(failure) if failure is not None else result
+
+    def _authorize(self, caller: Caller, name: str, arguments: Mapping[str, Any]) -> None:
+        principal = caller.principal
+        if name not in self.tool_names:
+            raise ToolFailure("unknown_tool", f"name: no tool named {name!r}")
+        if name in ADMIN_TOOLS and principal.role != "admin":
+            raise ToolFailure("forbidden", f"{name}: needs an admin token; {principal.name!r} is an agent")
+        session = arguments.get("session")
+        if session is not None and not isinstance(session, str):
+            raise ToolFailure("invalid_input", "session: expected a string")
+        if not principal.may_touch(session):
+            if session is None:
+                raise ToolFailure(
+                    "forbidden",
+                    f"session: required; token {principal.name!r} may touch only sessions matching "
+                    f"{', '.join(principal.sessions)}",
+                )
+            raise ToolFailure(
+                "forbidden", f"session: token {principal.name!r} may not touch session {session!r}"
+            )
+
+    async def _audit(
+        self,
+        caller: Caller,
+        name: str,
+        arguments: Mapping[str, Any],
+        failure: ToolFailure | None,
+        elapsed_s: float,
+    ) -> None:
+        """Argument names only, never values: the log keeps who called what, and how it went."""
+        session = arguments.get("session")
+        payload: dict[str, Any] = {
+            "tool": _TOOL_NAME.sub("_", name)[:128] or "_",
+            "ok": failure is None,
+            "arguments": sorted(key for key in arguments if _ARGUMENT_NAME.match(key))[:64],
+            "status": "ok" if failure is None else failure.code,
+            "duration_ms": round(elapsed_s * 1000, 3),
+            "principal": caller.principal.name,
+            "transport": caller.transport,
+        }
+        if failure is not None:
+            payload["error"] = failure.code
+        if isinstance(session, str) and re.fullmatch(r"[A-Za-z0-9_-]{1,128}", session):
+            payload["target_session"] = session
+        try:
+            await self.backend.log.append(
+                self.backend.audit_session, "tool.call.completed", "eventloom-gateway", payload
+            )
+        except Exception:  # the caller still gets the answer; the gap shows in the server log
+            log.exception("could not append the audit event for %s", payload["tool"])
+
+
+def _headers(context: Context[Any, Any] | None) -> Mapping[str, str] | None:
+    if context is None:
+        return None
+    try:
+        return context.headers
+    except ValueError:  # no request in progress (an in-process call)
+        return None
+
+
+def _error(failure: ToolFailure) -> CallToolResult:
+    body = {"error": failure.body()}
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(body))], structured_content=body, is_error=True
+    )

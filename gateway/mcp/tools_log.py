@@ -1,0 +1,62 @@
+"""Tools over the log itself: verify it, replay it (admin), and read the graph with Cypher (admin)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Annotated, Any, Final
+
+import msgspec
+from mcp.server.mcpserver import MCPServer
+from pydantic import Field
+
+from eventloom.keys import KeyStore
+from eventloom.verify import verify_everything
+from gateway.mcp.arguments import Limit, Session, SessionFilter
+from gateway.mcp.backend import Backend
+from readmodels.graph.service import MAX_QUERY_CHARS, ask_cypher
+
+ADMIN_TOOLS: Final = frozenset({"memory_replay", "memory_graph_query"})
+VERIFY_WAIT_S: Final = 2.0
+
+
+def register_log_tools(server: MCPServer, backend: Backend) -> None:
+    @server.tool()
+    async def memory_verify(session: SessionFilter = None) -> dict[str, Any]:
+        """Check the log: every event's hash chain and Ed25519 signature, seq continuity, and that the
+        signed JSONL ledger matches the stream. Reports the first broken seq of each session."""
+        log = backend.log
+        keyring = await asyncio.to_thread(KeyStore(log.settings.data_dir).load_keyring)
+        report = await verify_everything(
+            log.client, log.layout, keyring, log.settings.ledger_dir, session=session, wait_s=VERIFY_WAIT_S
+        )
+        return dict(msgspec.to_builtins(report))
+
+    @server.tool()
+    async def memory_replay(
+        session: Session,
+        from_seq: Annotated[int, Field(ge=1, description="The first seq to return.")] = 1,
+        limit: Limit = 100,
+    ) -> dict[str, Any]:
+        """(admin) The session's events in order, whole and signed, from from_seq; next_seq pages on."""
+        events: list[dict[str, Any]] = []
+        more = False
+        stream = backend.log.events(session, from_seq=from_seq)
+        async with contextlib.aclosing(stream):
+            async for event in stream:
+                if len(events) == limit:
+                    more = True
+                    break
+                events.append(msgspec.to_builtins(event))
+        next_seq = events[-1]["seq"] + 1 if more else None
+        return {"session": session, "events": events, "next_seq": next_seq}
+
+    @server.tool()
+    async def memory_graph_query(
+        cypher: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)],
+        params: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """(admin) One read-only Cypher statement against the graph read model (see docs/graph-schema.md).
+        Writes, several statements and transaction control are refused."""
+        rows = await ask_cypher(backend.log.client, cypher, params or {})
+        return {"rows": rows, "count": len(rows)}

@@ -1,0 +1,240 @@
+"""Causal chains: what an entity caused (successors) or what caused it (predecessors), hop by hop.
+
+Causal edges are the relations whose type starts with `causal_`: `causal.edge.generated` events, mostly
+proposed by the `causal` producer from a cited `outcome.explained`. Extraction keeps the two ends of a causal
+claim as entities of type `cause` and `outcome`, so "A caused B" and "B caused C" leave `B` as two entities:
+the outcome of the first claim and the cause of the second. The walk therefore follows *names*: it goes on
+from every entity of the reached name in the session, whatever its type, which is what links the two
+claims. A name is entered once, so a cycle ends the walk instead of looping.
+
+Only entity versions and edges that hold at `as_of` (default: now) are walked, so a retracted or closed
+causal edge is gone unless `as_of` asks for a time it held. Like `reads` and `lookup`, the walk is a
+backend-neutral `Reading`, run with `GraphStore.read`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final, Literal, get_args
+
+import msgspec
+
+from eventloom.event import SESSION_PATTERN
+from readmodels.graph.cypher_io import Reading
+from readmodels.graph.model import SNAKE_CASE, InvalidGraphWrite, canonical_ts
+from readmodels.graph.properties import EDGE_TYPES
+from readmodels.graph.reads import to_edge, window
+from readmodels.graph.records import RelationEdge
+from readmodels.retrieval.hits import event_citation
+from readmodels.retrieval.model import MAX_DEPTH, MAX_LIMIT, Citation, QueryError, check_range
+
+Direction = Literal["successors", "predecessors"]
+DIRECTIONS: Final[tuple[str, ...]] = get_args(Direction)
+CAUSAL_PREFIX: Final = "causal_"
+MAX_NAME_CHARS: Final = 512
+"""Extraction stores names of at most 512 characters (`projectors.graph.extraction.NAME_LENGTH`)."""
+DEFAULT_CAUSAL_DEPTH: Final = 3
+DEFAULT_CAUSAL_LIMIT: Final = 20
+_EVENT_URI: Final = re.compile(r"^eventloom://([A-Za-z0-9_-]{1,128})/events/([1-9][0-9]*)#([0-9a-f]{12})$")
+_EDGE_COLUMNS: Final = (  # the columns `reads.to_edge` decodes
+    "a.uid AS a_uid, a.name AS a_name, a.entity_type AS a_type, "
+    "b.uid AS b_uid, b.name AS b_name, b.entity_type AS b_type, "
+    + ", ".join(f"r.{name} AS {name}" for name in EDGE_TYPES)
+)
+
+
+class CausalRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Walk the causal edges of the entity `name` in `session`: out of it (`successors`, what it caused)
+    or into it (`predecessors`, what caused it), up to `depth` hops and `limit` edges per hop."""
+
+    session: str
+    name: str
+    direction: Direction
+    entity_type: str | None = None
+    """Only an entity of this type counts as the start (the walk then follows the name, see the module)."""
+    depth: int = DEFAULT_CAUSAL_DEPTH
+    as_of: str | None = None
+    limit: int = DEFAULT_CAUSAL_LIMIT
+
+    def __post_init__(self) -> None:
+        if not SESSION_PATTERN.fullmatch(self.session):
+            raise QueryError(
+                f"session: expected 1 to 128 of A-Z, a-z, 0-9, '_' and '-', got {self.session!r}"
+            )
+        if not self.name.strip():
+            raise QueryError("name: must not be empty")
+        if len(self.name) > MAX_NAME_CHARS:
+            raise QueryError(f"name: longer than {MAX_NAME_CHARS} characters")
+        if self.direction not in DIRECTIONS:  # msgspec checks it on decode, not when built in Python
+            raise QueryError(f"direction: expected one of {', '.join(DIRECTIONS)}, got {self.direction!r}")
+        if self.entity_type is not None and not SNAKE_CASE.fullmatch(self.entity_type):
+            raise QueryError(f"entity_type: expected snake_case, got {self.entity_type!r}")
+        check_range("depth", self.depth, 1, MAX_DEPTH)
+        check_range("limit", self.limit, 1, MAX_LIMIT)
+        if self.as_of is not None:
+            try:
+                canonical_ts(self.as_of)
+            except InvalidGraphWrite as exc:
+                raise QueryError(f"as_of: {exc}") from None
+
+
+class CausalEntity(msgspec.Struct, frozen=True):
+    name: str
+    entity_type: str
+
+
+class CausalStep(msgspec.Struct, frozen=True, kw_only=True):
+    """One causal edge reached `depth` hops from the start, always `cause -> effect` as the edge says."""
+
+    depth: int
+    cause: CausalEntity
+    effect: CausalEntity
+    relation_type: str
+    confidence: float | None
+    inference_method: str | None
+    review_status: str | None
+    authority_status: str | None
+    edge_id: str | None
+    valid_from: str
+    valid_to: str | None
+    citations: list[Citation]
+    """The event that recorded the edge, then the log events its evidence cites."""
+    authoritative: bool = False
+    """A causal claim is an interpretation: context to weigh, never a fact to state."""
+
+
+class CausalChain(msgspec.Struct, frozen=True, kw_only=True):
+    """The request as asked, the entities its name matched (`start`) and the steps, nearest hop first."""
+
+    session: str
+    name: str
+    direction: Direction
+    entity_type: str | None
+    depth: int
+    as_of: str | None
+    limit: int
+    start: list[CausalEntity]
+    steps: list[CausalStep]
+    truncated: bool
+    """Some hop had more than `limit` edges; the most confident were kept."""
+
+
+def causal_chain(request: CausalRequest) -> Reading[CausalChain]:
+    """The causal chain of `request`; empty (`start=[]`) when no entity of that name holds at `as_of`."""
+    start = yield from _start(request)
+    steps: list[CausalStep] = []
+    truncated = False
+    if start:
+        steps, truncated = yield from _walk(request)
+    return CausalChain(
+        session=request.session,
+        name=request.name,
+        direction=request.direction,
+        entity_type=request.entity_type,
+        depth=request.depth,
+        as_of=request.as_of,
+        limit=request.limit,
+        start=start,
+        steps=steps,
+        truncated=truncated,
+    )
+
+
+def _start(request: CausalRequest) -> Reading[list[CausalEntity]]:
+    params: dict[str, Any] = {"session": request.session, "name": request.name}
+    conditions = ["e.session = $session", "e.name = $name", window("e", request.as_of, params)]
+    if request.entity_type is not None:
+        params["entity_type"] = request.entity_type
+        conditions.append("e.entity_type = $entity_type")
+    rows = yield (
+        f"MATCH (e:Entity) WHERE {' AND '.join(conditions)} "
+        "RETURN DISTINCT e.name AS name, e.entity_type AS entity_type ORDER BY entity_type",
+        params,
+    )
+    return [CausalEntity(row["name"], row["entity_type"]) for row in rows]
+
+
+def _hop(request: CausalRequest) -> tuple[str, dict[str, Any]]:
+    """One hop's statement: the causal edges whose near end is named in `$names` and whose far end is not
+    in `$visited`, most confident first, at most `$cap`. Asserted causal relations carry no confidence:
+    they were stated, not inferred, so they rank as certain."""
+    near, far = ("a", "b") if request.direction == "successors" else ("b", "a")
+    as_of = request.as_of
+    params: dict[str, Any] = {"session": request.session, "prefix": CAUSAL_PREFIX}
+    conditions = [
+        f"{near}.session = $session",
+        f"{near}.name IN $names",
+        f"NOT ({far}.name IN $visited)",
+        "r.relation_type STARTS WITH $prefix",
+        window("r", as_of, params),
+        window("a", as_of, params),
+        window("b", as_of, params),
+    ]
+    statement = (
+        f"MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE {' AND '.join(conditions)} "
+        f"RETURN {_EDGE_COLUMNS} "
+        f"ORDER BY coalesce(r.confidence, 1.0) DESC, {near}.name, {far}.name, r.relation_type, r.uid "
+        "LIMIT $cap"
+    )
+    return statement, params
+
+
+def _walk(request: CausalRequest) -> Reading[tuple[list[CausalStep], bool]]:
+    """Breadth first from the request's name; each hop reads at most `limit` edges (one more, to tell)."""
+    statement, params = _hop(request)
+    successors = request.direction == "successors"
+    visited = {request.name}
+    frontier = [request.name]
+    steps: list[CausalStep] = []
+    truncated = False
+    for depth in range(1, request.depth + 1):
+        if not frontier:
+            break
+        hop = {"names": frontier, "visited": sorted(visited), "cap": request.limit + 1}
+        rows = yield (statement, {**params, **hop})
+        if len(rows) > request.limit:
+            truncated = True
+            rows = rows[: request.limit]
+        edges = [to_edge(row) for row in rows]
+        steps.extend(_step(edge, depth) for edge in edges)
+        reached = {edge.target_name if successors else edge.source_name for edge in edges}
+        visited |= reached
+        frontier = sorted(reached)
+    return steps, truncated
+
+
+def _step(edge: RelationEdge, depth: int) -> CausalStep:
+    return CausalStep(
+        depth=depth,
+        cause=CausalEntity(edge.source_name, edge.source_entity_type),
+        effect=CausalEntity(edge.target_name, edge.target_entity_type),
+        relation_type=edge.relation_type,
+        confidence=edge.confidence,
+        inference_method=edge.inference_method,
+        review_status=edge.review_status,
+        authority_status=edge.authority_status,
+        edge_id=edge.edge_id,
+        valid_from=edge.valid_from,
+        valid_to=edge.valid_to,
+        citations=edge_citations(edge),
+    )
+
+
+def edge_citations(edge: RelationEdge) -> list[Citation]:
+    """The event that recorded the edge, then each evidence citation that names a log event.
+
+    Evidence is stored as parallel lists that each keep only the items having that field, so a URI is
+    matched to its full hash by the URI's 12-hex prefix; without a match the prefix is the best known hash.
+    Evidence citing something other than a log event (a web page, a ticket) has no place in a `Citation`.
+    """
+    cited = [event_citation(edge.session, edge.source_event_seq, edge.source_event_hash)]
+    full_hashes = {event_hash[:12]: event_hash for event_hash in edge.evidence_event_hashes}
+    for uri in edge.evidence_citations:
+        match = _EVENT_URI.fullmatch(uri)
+        if match is None:
+            continue
+        session, seq, short_hash = match.groups()
+        cited.append(
+            Citation(uri=uri, session=session, seq=int(seq), hash=full_hashes.get(short_hash, short_hash))
+        )
+    return list({c.uri: c for c in cited}.values())

@@ -1,0 +1,135 @@
+"""Shared by the MCP tests (no tests here): every tool exercised through a real MCP client, and nodes
+serving MCP over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from eventloom.settings import Settings
+from gateway.mcp.client import ToolCall, ToolCallFailed, tool_caller
+from gateway.node import Node
+from gateway.story import CHAT, WORK, Told, tell
+
+EVERY_TOOL = {
+    "memory_append",
+    "memory_query",
+    "memory_checkout",
+    "memory_invalidate",
+    "memory_verify",
+    "memory_replay",
+    "context_assemble",
+    "context_after_turn",
+    "handoff_bundle",
+    "memory_inferred_status",
+    "memory_causal_successors",
+    "memory_causal_predecessors",
+    "memory_graph_query",
+}
+DECISION = "Cache prices in Redis with a 5 minute TTL"
+OUTCOME = "Checkout p95 fell from 480 ms to 140 ms"
+
+
+async def failure(call: ToolCall, name: str, arguments: dict[str, Any]) -> ToolCallFailed:
+    with pytest.raises(ToolCallFailed) as caught:
+        await call(name, arguments)
+    error = caught.value.error
+    assert set(error) == {"code", "message", "remediation"} and error["remediation"]
+    return caught.value
+
+
+async def exercise_every_tool(call: ToolCall) -> Told:
+    """The demo's story (which calls most tools), checked, then the tools it does not call."""
+    told = await tell(call)
+    assert told.answers["inferred"]["by_kind"] == {"inferred": 1, "causal": 1}
+    assert told.answers["inferred"]["missing_provenance"] == 0
+    assert told.answers["verify"]["ok"] and told.answers["verify"]["sessions"][0]["stream_events"] >= 14
+    checkout = told.answers["checkout"]
+    assert "TTL 60 seconds" in checkout["prompt"] and "TTL 5 minutes" not in checkout["prompt"]
+    assert told.citations["revised"] in {citation["uri"] for citation in checkout["evidence"]}
+    as_of_hits = {hit.get("entity"): hit for hit in told.answers["as_of"]["hits"]}
+    assert as_of_hits["price cache"]["summary"] == "Redis cache of prices, TTL 5 minutes"
+    (cause,) = told.answers["causes"]["steps"]
+    assert (cause["cause"]["name"], cause["effect"]["name"], cause["depth"]) == (DECISION, OUTCOME, 1)
+    assert cause["authoritative"] is False and cause["citations"]
+    (effect,) = told.answers["effects"]["steps"]
+    assert effect["effect"]["name"] == OUTCOME
+    handoff = told.answers["handoff"]
+    assert handoff["integrity"]["ok"] and handoff["summary"]["events"] >= 10
+    assert told.citations["turn"].startswith(f"eventloom://{CHAT}/events/1#")
+    assert told.answers["turn"]["checkout"]["request"]["session"] == CHAT
+
+    current = await call("memory_query", {"text": "legacy price service", "session": WORK})
+    assert "legacy price service" not in {hit.get("entity") for hit in current["hits"]}
+    assembled = await call("context_assemble", {"text": "How do I flush stale prices?", "session": WORK})
+    assert "redis-cli" in assembled["prompt"] and assembled["evidence"][0].startswith("eventloom://")
+    replay = await call("memory_replay", {"session": WORK, "from_seq": 2, "limit": 3})
+    assert [event["seq"] for event in replay["events"]] == [2, 3, 4] and replay["next_seq"] == 5
+    assert all(event["sig"] and event["hash"] for event in replay["events"])
+    rows = await call(
+        "memory_graph_query",
+        {"cypher": "MATCH (e:Entity) WHERE e.session = $s RETURN count(e) AS n", "params": {"s": WORK}},
+    )
+    assert rows["rows"][0]["n"] > 5
+    refused = await failure(call, "memory_graph_query", {"cypher": "CREATE (n:Entity {name: 'x'})"})
+    assert refused.code == "invalid_input" and "read-only" in refused.error["message"]
+    return told
+
+
+async def exercise_limits(call: ToolCall) -> None:
+    """Oversized and malformed input: a structured error naming the field, and nothing appended."""
+    big = {"text": "x" * (1024 * 1024)}
+    too_big = await failure(
+        call, "memory_append", {"session": "limits", "type": "note.taken", "payload": big}
+    )
+    assert too_big.code == "payload_too_large" and too_big.error["message"].startswith("payload:")
+    long_question = await failure(call, "memory_query", {"text": "q" * 4097, "session": "limits"})
+    assert long_question.code == "invalid_input" and "text" in long_question.error["message"]
+    assert "q" * 50 not in long_question.error["message"]  # field names and rules, not values
+    for field, value in (("limit", 101), ("depth", 6)):
+        wrong = await failure(call, "memory_query", {"text": "ok", "session": "limits", field: value})
+        assert wrong.code == "invalid_input" and wrong.error["message"].startswith(field)
+    bad_payload = await failure(
+        call, "memory_append", {"session": "limits", "type": "decision.made", "payload": {"decision_id": "d"}}
+    )
+    assert bad_payload.code == "invalid_input" and "payload.title" in bad_payload.error["message"]
+    unknown = await failure(call, "memory_forget_everything", {"session": "limits"})
+    assert unknown.code == "unknown_tool"
+    replay = await call("memory_replay", {"session": "limits"})
+    assert replay["events"] == []
+
+
+@contextlib.asynccontextmanager
+async def http_node(settings: Settings) -> AsyncIterator[Node]:
+    """A whole node serving MCP over HTTP on a free loopback port (`node.http_url`)."""
+    node, stop = Node(settings, http=("127.0.0.1", 0)), asyncio.Event()
+    task = asyncio.create_task(node.run(stop))
+    try:
+        await asyncio.wait_for(node.ready.wait(), 30)
+        for _ in range(300):
+            if node.http_url is not None:
+                break
+            await asyncio.sleep(0.05)
+        assert node.http_url is not None, "the HTTP gateway did not start"
+        yield node
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
+
+
+@contextlib.asynccontextmanager
+async def http_tools(url: str, token: str) -> AsyncIterator[ToolCall]:
+    """The official MCP client over streamable HTTP, sending `token` as its bearer token."""
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as http,
+        Client(streamable_http_client(url, http_client=http), read_timeout_seconds=60) as client,
+    ):
+        yield tool_caller(client)

@@ -1,0 +1,618 @@
+"""docker-compose.yml, the Dockerfile and .dockerignore, checked against the code they deploy.
+
+There is no Docker engine here, so nothing is started: every command and healthcheck of an eventloom service
+is parsed by the real `eventloom` CLI (click's own parser), every environment variable is read by the real
+`Settings.from_env`, and the package is built into a wheel from exactly the files the Dockerfile copies and
+.dockerignore lets through.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import typer
+import typer.main
+import yaml
+from typer.core import TyperGroup, TyperOption
+from typer.testing import CliRunner
+
+from eventloom.bus.embedded import nats_server_binary
+from eventloom.settings import Settings
+from gateway.cli import app
+from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available
+from readmodels.graph.neo4j_local.provision import IMAGE as NEO4J_TEST_IMAGE
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPOSE_FILE = ROOT / "docker-compose.yml"
+DOCKERFILE = ROOT / "Dockerfile"
+DOCKERIGNORE = ROOT / ".dockerignore"
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+PACKAGES = [pattern.rstrip("*") for pattern in PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]]
+
+EVENTLOOM_SERVICES = ("ledger", "query", "producers", "gateway")
+EXPECTED_SERVICES = {"nats", "neo4j", *EVENTLOOM_SERVICES}
+EXPECTED_VOLUMES = {"nats-data", "neo4j-data", "eventloom-data"}
+EXPECTED_PUBLISHED = {4222, 7474, 7687, 8787}
+HEALTHY = {"condition": "service_healthy"}
+
+
+# --- reading the files -------------------------------------------------------------------------------------
+
+
+def load_compose() -> dict[str, Any]:
+    loaded = yaml.safe_load(COMPOSE_FILE.read_text())
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def services() -> dict[str, dict[str, Any]]:
+    found = load_compose()["services"]
+    assert isinstance(found, dict)
+    return found
+
+
+_VARIABLE = re.compile(
+    r"\$\$|\$\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-?])(?P<arg>[^}]*))?\}|\$(?P<bare>[A-Za-z_]\w*)"
+)
+
+
+def interpolate(value: str) -> str:
+    """Compose's variable interpolation, with no variables set: what a bare `docker compose up` runs with.
+
+    Every reference must carry a default: the deployment works with no configuration."""
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name = match.group("braced") or match.group("bare")
+        op, arg = match.group("op"), match.group("arg")
+        assert op in ("-", ":-"), f"${{{name}}} has no default (in {value!r})"
+        return str(arg)
+
+    return _VARIABLE.sub(replace, value)
+
+
+def argv_of(command: object) -> list[str]:
+    if isinstance(command, str):
+        return shlex.split(command)
+    assert isinstance(command, list)
+    assert all(isinstance(part, str) for part in command), command
+    return [str(part) for part in command]
+
+
+def environment(service: dict[str, Any]) -> dict[str, str]:
+    """A service's `environment`, either syntax, interpolated."""
+    raw = service.get("environment") or {}
+    pairs = dict(item.split("=", 1) for item in raw) if isinstance(raw, list) else raw
+    assert isinstance(pairs, dict)
+    return {str(name): interpolate(str(value)) for name, value in pairs.items()}
+
+
+def healthcheck_argv(service: dict[str, Any]) -> list[str]:
+    test = service["healthcheck"]["test"]
+    assert isinstance(test, list), "an eventloom healthcheck is an exec-form list: [CMD, eventloom, ...]"
+    assert test[0] == "CMD", f"{test}: exec form, no shell"
+    argv = argv_of(test[1:])
+    assert argv[0] == "eventloom", argv
+    return argv[1:]
+
+
+def command_argv(service: dict[str, Any]) -> list[str]:
+    """The arguments of `eventloom`: the image's ENTRYPOINT is eventloom and the service keeps it."""
+    assert "entrypoint" not in service, "the eventloom entrypoint comes from the Dockerfile"
+    return argv_of(service["command"])
+
+
+def volume_mounts(service: dict[str, Any]) -> dict[str, str]:
+    """target -> source of a service's volumes, short or long syntax."""
+    mounts: dict[str, str] = {}
+    for entry in service.get("volumes") or []:
+        if isinstance(entry, str):
+            source, target = entry.split(":")[:2]
+        else:
+            source, target = entry["source"], entry["target"]
+        mounts[target] = source
+    return mounts
+
+
+def named_volume_mount(service: dict[str, Any], path: str) -> str | None:
+    """The named volume `path` lives on in this service's container, if any."""
+    best: tuple[int, str] | None = None
+    for target, source in volume_mounts(service).items():
+        if source.startswith((".", "/", "~")):
+            continue  # a bind mount
+        if PurePosixPath(path).is_relative_to(target) and (best is None or len(target) > best[0]):
+            best = (len(target), source)
+    return best[1] if best else None
+
+
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) with line continuations joined and comments dropped."""
+    instructions: list[tuple[str, str]] = []
+    pending = ""
+    for line in DOCKERFILE.read_text().splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#") or (not stripped and not pending):
+            continue
+        if stripped.endswith("\\"):
+            pending += stripped[:-1] + " "
+            continue
+        keyword, _, rest = (pending + stripped).partition(" ")
+        instructions.append((keyword.upper(), rest.strip()))
+        pending = ""
+    assert not pending, "a continued line at the end of the Dockerfile"
+    return instructions
+
+
+def stages() -> list[list[tuple[str, str]]]:
+    """The Dockerfile's stages, each starting with its FROM."""
+    found: list[list[tuple[str, str]]] = []
+    for instruction in dockerfile_instructions():
+        if instruction[0] == "FROM":
+            found.append([])
+        assert found, "the Dockerfile must start with FROM"
+        found[-1].append(instruction)
+    return found
+
+
+def dockerignore_patterns() -> list[tuple[bool, re.Pattern[str]]]:
+    """(exclude?, regex) per line, in order; the last matching line decides, as in Docker."""
+    patterns: list[tuple[bool, re.Pattern[str]]] = []
+    for raw in DOCKERIGNORE.read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        exclude = not line.startswith("!")
+        glob = line.lstrip("!").strip("/")
+        regex = ""
+        index = 0
+        while index < len(glob):
+            if glob.startswith("**/", index):
+                regex, index = regex + "(?:.*/)?", index + 3
+            elif glob.startswith("**", index):
+                regex, index = regex + ".*", index + 2
+            elif glob[index] == "*":
+                regex, index = regex + "[^/]*", index + 1
+            elif glob[index] == "?":
+                regex, index = regex + "[^/]", index + 1
+            elif glob[index] == "[":
+                end = glob.index("]", index)
+                regex, index = regex + glob[index : end + 1], end + 1
+            else:
+                regex, index = regex + re.escape(glob[index]), index + 1
+        patterns.append((exclude, re.compile(regex)))
+    return patterns
+
+
+def ignored(relative: str, patterns: list[tuple[bool, re.Pattern[str]]]) -> bool:
+    """Whether Docker leaves `relative` out of the build context (a match on any parent counts)."""
+    parts = relative.split("/")
+    prefixes = ["/".join(parts[: n + 1]) for n in range(len(parts))]
+    decision = False
+    for exclude, regex in patterns:
+        if any(regex.fullmatch(prefix) for prefix in prefixes):
+            decision = exclude
+    return decision
+
+
+# --- the CLI -----------------------------------------------------------------------------------------------
+
+
+def resolve(argv: list[str]) -> tuple[list[str], dict[str, Any]]:
+    """Walk `eventloom ARGV` down the Typer app to its command and let its parser read the arguments.
+
+    Returns the command path (e.g. ["producer", "run"]) and the parsed parameters: an unknown command, an
+    unknown option or a wrong number of arguments fails here exactly as it would in the container."""
+    root = typer.main.get_command(app)
+    assert isinstance(root, TyperGroup)
+    group = root
+    parent = typer.Context(group, info_name="eventloom")
+    path: list[str] = []
+    rest = list(argv)
+    while True:
+        where = " ".join(["eventloom", *path])
+        while rest and rest[0].startswith("-"):  # the group's own options (e.g. --data-dir)
+            option = rest.pop(0).split("=", 1)
+            param = next((p for p in group.params if option[0] in p.opts), None)
+            assert param is not None, f"{where}: no option {option[0]}"
+            if len(option) == 1 and not (isinstance(param, TyperOption) and param.is_flag):
+                rest.pop(0)
+        assert rest, f"{where}: a subcommand is missing"
+        name = rest.pop(0)
+        found = group.get_command(parent, name)
+        assert found is not None, f"{where}: no command {name!r} (has: {sorted(group.commands)})"
+        path.append(name)
+        if not isinstance(found, TyperGroup):
+            break
+        group = found
+        parent = typer.Context(group, info_name=name, parent=parent)
+    known = {opt for param in found.params for opt in (*param.opts, *param.secondary_opts)}
+    for token in rest:
+        if token.startswith("--"):
+            used = token.split("=", 1)[0]
+            assert used in known, f"eventloom {' '.join(path)}: no option {used} (has: {sorted(known)})"
+    context = found.make_context(name, rest, parent=parent)
+    return path, dict(context.params)
+
+
+INVOCATIONS = [(service, kind) for service in EVENTLOOM_SERVICES for kind in ("command", "healthcheck")]
+
+
+def argv_for(service: str, kind: str) -> list[str]:
+    found = services()[service]
+    return command_argv(found) if kind == "command" else healthcheck_argv(found)
+
+
+# --- services, images, ports, volumes ----------------------------------------------------------------------
+
+
+def test_every_service_exists_and_the_images_are_pinned() -> None:
+    found = services()
+    assert set(found) == EXPECTED_SERVICES
+    for name, service in found.items():
+        image = service.get("image")
+        assert isinstance(image, str), f"{name}: no image"
+        if "build" in service:
+            continue  # built here, from the Dockerfile's pinned base (checked below)
+        repository, _, tag = image.rpartition(":")
+        assert repository and "/" not in tag, f"{name}: {image} has no tag"
+        assert tag != "latest" and re.search(r"\d", tag), f"{name}: {image} is not pinned"
+
+
+def test_eventloom_services_build_the_repository_dockerfile() -> None:
+    for name in EVENTLOOM_SERVICES:
+        service = services()[name]
+        assert service["image"] == "eventloom:local", name
+        build = service["build"]
+        context = ROOT / (build if isinstance(build, str) else build["context"])
+        dockerfile = "Dockerfile" if isinstance(build, str) else build.get("dockerfile", "Dockerfile")
+        assert context.resolve() == ROOT, name
+        assert (context / dockerfile).resolve() == DOCKERFILE, name
+        assert service["restart"] == "unless-stopped", name
+
+
+def test_every_published_port_is_bound_to_loopback() -> None:
+    published: set[int] = set()
+    for name, service in services().items():
+        assert service.get("network_mode") != "host", f"{name}: host networking publishes everything"
+        for port in service.get("ports") or []:
+            if isinstance(port, dict):
+                host_ip, host_port = port.get("host_ip"), port.get("published")
+            else:
+                match = re.fullmatch(
+                    r"(?:(?P<ip>[\d.]+):)?(?:(?P<host>\d+):)?(?P<container>\d+)(?:/\w+)?", port
+                )
+                assert match is not None, f"{name}: cannot read port {port!r}"
+                host_ip, host_port = match.group("ip"), match.group("host")
+            assert host_ip == "127.0.0.1", f"{name}: port {port!r} is not bound to 127.0.0.1"
+            assert host_port is not None, f"{name}: port {port!r} publishes on a random host port"
+            published.add(int(host_port))
+    assert published == EXPECTED_PUBLISHED
+
+
+def test_named_volumes_are_declared_and_used() -> None:
+    compose = load_compose()
+    declared = set(compose["volumes"])
+    assert declared == EXPECTED_VOLUMES
+    used: set[str] = set()
+    for name, service in compose["services"].items():
+        for source in volume_mounts(service).values():
+            if not source.startswith((".", "/", "~")):
+                assert source in declared, f"{name}: volume {source} is not declared"
+                used.add(source)
+    assert used == declared
+    assert volume_mounts(compose["services"]["neo4j"]) == {"/data": "neo4j-data"}
+
+
+def test_every_eventloom_role_shares_one_data_volume_at_the_data_dir() -> None:
+    """The roles sign with the node's key in <data>/keys, which the verifier trusts: one volume for all."""
+    for name in EVENTLOOM_SERVICES:
+        service = services()[name]
+        assert volume_mounts(service) == {"/data": "eventloom-data"}, name
+        assert environment(service)["EVENTLOOM_DATA_DIR"] == "/data", name
+
+
+def test_nats_runs_jetstream_on_a_named_volume_at_the_tested_version() -> None:
+    nats = services()["nats"]
+    argv = argv_of(nats["command"])
+    if argv[0] == "nats-server":
+        argv = argv[1:]
+    assert "-js" in argv or "--jetstream" in argv
+    store_flag = next(flag for flag in ("-sd", "--store_dir") if flag in argv)
+    store_dir = argv[argv.index(store_flag) + 1]
+    assert named_volume_mount(nats, store_dir) == "nats-data"
+    monitor_port = argv[argv.index(next(flag for flag in ("-m", "--http_port") if flag in argv)) + 1]
+    probe = " ".join(argv_of(nats["healthcheck"]["test"]))
+    assert f"127.0.0.1:{monitor_port}/healthz" in probe
+    # The same nats-server version as the embedded one the tests run against (atomic batches need >= 2.12).
+    version = subprocess.run(
+        [str(nats_server_binary()), "--version"], capture_output=True, text=True, check=True
+    ).stdout
+    tested = re.search(r"v(\d+)\.(\d+)\.(\d+)", version)
+    assert tested is not None, version
+    tag = nats["image"].rpartition(":")[2]
+    pinned = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", tag)
+    assert pinned is not None, tag
+    pinned_parts = [int(part) for part in pinned.groups() if part is not None]
+    assert pinned_parts == [int(part) for part in tested.groups()][: len(pinned_parts)], (tag, version)
+    assert (int(pinned.group(1)), int(pinned.group(2))) >= (2, 12)
+
+
+def test_neo4j_is_the_tested_image_with_a_valid_password() -> None:
+    neo4j = services()["neo4j"]
+    assert neo4j["image"] == NEO4J_TEST_IMAGE
+    user, _, password = environment(neo4j)["NEO4J_AUTH"].partition("/")
+    assert user == "neo4j"
+    assert len(password) >= 8, "Neo4j 5 refuses passwords shorter than 8 characters"
+    assert "${NEO4J_PASSWORD:-" in neo4j["environment"]["NEO4J_AUTH"], "the password comes from a variable"
+    probe = interpolate(" ".join(argv_of(neo4j["healthcheck"]["test"])))
+    assert "cypher-shell" in probe or ":7474" in probe
+
+
+# --- healthchecks and dependencies -------------------------------------------------------------------------
+
+
+def test_every_service_has_a_healthcheck() -> None:
+    for name, service in services().items():
+        check = service.get("healthcheck")
+        assert isinstance(check, dict), f"{name}: no healthcheck"
+        assert not check.get("disable"), name
+        test = check["test"]
+        assert test not in (["NONE"], "NONE"), name
+        assert isinstance(test, list) and test[0] in ("CMD", "CMD-SHELL"), f"{name}: {test}"
+
+
+def test_dependencies_wait_for_healthy_services() -> None:
+    found = services()
+    for name in EVENTLOOM_SERVICES:
+        depends = found[name]["depends_on"]
+        assert isinstance(depends, dict), f"{name}: depends_on needs conditions"
+        assert depends["nats"] == HEALTHY, name
+        if name != "ledger":  # the ledger's node creates the signing key and the stream first
+            assert depends["ledger"] == HEALTHY, name
+        for dependency, condition in depends.items():
+            assert condition == HEALTHY, f"{name} -> {dependency}"
+            assert "healthcheck" in found[dependency], (
+                f"{name} waits for {dependency}, which has no healthcheck"
+            )
+    assert "neo4j" in found["query"]["depends_on"]
+
+
+# --- commands and healthchecks are real CLI invocations ----------------------------------------------------
+
+
+@pytest.mark.parametrize(("service", "kind"), INVOCATIONS)
+def test_invocation_parses_against_the_cli(service: str, kind: str) -> None:
+    path, params = resolve(argv_for(service, kind))
+    if path == ["producer", "run"]:  # NAMES... must be installed producers
+        names = set(params["names"])
+        installed = set(available(PRODUCERS_GROUP))
+        assert names and names <= installed, f"not installed: {sorted(names - installed)}"
+
+
+@pytest.mark.parametrize(("service", "kind"), INVOCATIONS)
+def test_invocation_help_runs(service: str, kind: str, tmp_path: Path) -> None:
+    path, _ = resolve(argv_for(service, kind))
+    result = CliRunner().invoke(app, [*path, "--help"], env={"EVENTLOOM_DATA_DIR": str(tmp_path)})
+    assert result.exit_code == 0, result.output
+    assert "Usage:" in result.output
+
+
+def test_the_expected_roles_run() -> None:
+    commands = {name: command_argv(services()[name]) for name in EVENTLOOM_SERVICES}
+    assert commands["ledger"] == ["up"]
+    assert commands["query"][:2] == ["query", "serve"]
+    assert commands["producers"][:2] == ["producer", "run"]
+    # every producer pyproject.toml ships (a test may have installed a sample plug-in beside them)
+    assert sorted(commands["producers"][2:]) == sorted(PYPROJECT["project"]["entry-points"][PRODUCERS_GROUP])
+    assert commands["gateway"][:2] == ["gateway", "http"]
+    assert healthcheck_argv(services()["ledger"]) == ["health", "ledger"]
+    assert healthcheck_argv(services()["query"]) == ["health", "query"]
+    assert healthcheck_argv(services()["producers"]) == ["status", "--json"]
+    assert healthcheck_argv(services()["gateway"])[:2] == ["health", "gateway"]
+
+
+def test_the_gateway_listens_on_all_interfaces_where_it_is_published_and_probed() -> None:
+    gateway = services()["gateway"]
+    _, params = resolve(command_argv(gateway))
+    host, _, port = str(params["listen"]).rpartition(":")
+    assert host == "0.0.0.0", "inside the container the gateway must accept Docker's forwarded connections"
+    assert any(str(entry).endswith(f":{port}") for entry in gateway["ports"])
+    _, probe = resolve(healthcheck_argv(gateway))
+    url = urlsplit(str(probe["url"]))
+    assert (url.hostname, str(url.port), url.path) == ("127.0.0.1", port, "/healthz")
+    tokens = str(params["tokens"])
+    assert named_volume_mount(gateway, tokens) == "eventloom-data"
+
+
+# --- environment -------------------------------------------------------------------------------------------
+
+
+def names_from_env_reads() -> set[str]:
+    """The string literals `Settings.from_env` passes to `os.environ.get` and `_env_int`."""
+    tree = ast.parse((ROOT / "eventloom" / "settings.py").read_text())
+    from_env = next(
+        node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name == "from_env"
+    )
+    names: set[str] = set()
+    for node in ast.walk(from_env):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        called = ast.unparse(node.func)
+        first = node.args[0]
+        if called in ("os.environ.get", "_env_int") and isinstance(first, ast.Constant):
+            names.add(str(first.value))
+    return names
+
+
+def known_names() -> set[str]:
+    everything = Settings(nats_url="nats://x:4222", graph_backend="neo4j", neo4j_uri="bolt://x:7687")
+    return set(everything.to_env())
+
+
+def test_to_env_covers_every_variable_from_env_reads() -> None:
+    reads = names_from_env_reads()
+    assert {"EVENTLOOM_DATA_DIR", "EVENTLOOM_NATS_URL", "NEO4J_URI"} <= reads  # the parse found them
+    assert reads == known_names()
+
+
+@pytest.mark.parametrize("service", EVENTLOOM_SERVICES)
+def test_every_variable_set_is_one_the_settings_read(service: str) -> None:
+    env = environment(services()[service])
+    unknown = set(env) - known_names() - names_from_env_reads()
+    assert not unknown, f"{service} sets variables nothing reads: {sorted(unknown)}"
+    if env.get("EVENTLOOM_GRAPH_BACKEND") == "neo4j":
+        assert env.get("NEO4J_URI"), f"{service}: the neo4j backend needs NEO4J_URI"
+
+
+@pytest.mark.parametrize("service", EVENTLOOM_SERVICES)
+def test_the_settings_accept_each_service_environment(service: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settings.from_env, given exactly the service's environment, validates and points at the services."""
+    found = services()
+    for name in known_names() | names_from_env_reads():
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment(found[service]).items():
+        monkeypatch.setenv(name, value)
+    settings = Settings.from_env()
+    assert settings.data_dir == Path("/data")
+    assert settings.nats_url is not None
+    nats_url = urlsplit(settings.nats_url)
+    assert (nats_url.scheme, nats_url.hostname, nats_url.port) == ("nats", "nats", 4222)
+    nats_argv = argv_of(found["nats"]["command"])
+    assert "-p" not in nats_argv and "--port" not in nats_argv, "nats-server's client port stays 4222"
+    projectors = settings.enabled("projectors", list(available(PROJECTORS_GROUP)))
+    producers = settings.enabled("producers", list(available(PRODUCERS_GROUP)))
+    if service == "ledger":  # the node runs only the ledger mirror
+        assert projectors == [] and producers == []
+    if service == "gateway":  # `eventloom tokens add`, run in this container, writes where it reads
+        assert settings.tokens_file == Path(resolve(command_argv(found[service]))[1]["tokens"])
+    if service == "query":
+        assert {"graph", "keyword", "vector", "inferred"} <= set(projectors)
+        assert settings.graph_backend == "neo4j"
+        assert settings.neo4j_uri is not None
+        bolt = urlsplit(settings.neo4j_uri)
+        assert (bolt.scheme, bolt.hostname, bolt.port) == ("bolt", "neo4j", 7687)
+        user, _, password = environment(found["neo4j"])["NEO4J_AUTH"].partition("/")
+        assert (settings.neo4j_user, settings.neo4j_password) == (user, password)
+
+
+# --- the Dockerfile ----------------------------------------------------------------------------------------
+
+
+def test_the_dockerfile_builds_a_non_root_eventloom_image_from_python_3_11_slim() -> None:
+    built = stages()
+    for stage in built:
+        image = stage[0][1].split()[0]
+        assert re.fullmatch(r"python:3\.11(\.\d+)?-slim(-[a-z]+)?", image), (
+            f"FROM {image}: not python 3.11 slim"
+        )
+    final = built[-1]
+    users = [arguments for keyword, arguments in final if keyword == "USER"]
+    assert users, "the final stage runs as root"
+    user = users[-1].split(":")[0]
+    assert user not in ("root", "0"), f"USER {users[-1]}"
+    entrypoints = [arguments for keyword, arguments in final if keyword == "ENTRYPOINT"]
+    assert entrypoints and json.loads(entrypoints[-1]) == ["eventloom"]
+    env = dict(
+        token.split("=", 1)
+        for keyword, arguments in final
+        if keyword == "ENV"
+        for token in shlex.split(arguments)
+        if "=" in token
+    )
+    assert env["EVENTLOOM_DATA_DIR"] == "/data"
+    text = " ".join(arguments for _, arguments in dockerfile_instructions())  # comments left out
+    assert not re.search(r"\bjava\b|openjdk|default-j[dr]e|temurin|maven", text, re.IGNORECASE), "no Java"
+    installs = [
+        arguments
+        for stage in built
+        for keyword, arguments in stage
+        if keyword == "RUN" and re.search(r"pip install", arguments)
+    ]
+    assert installs, "no pip install"
+    assert any(re.search(r"pip install(?: -\S+)* \.(?:\s|$)", run) for run in installs), installs
+    assert not any("[dev" in run or "-e " in run or "requirements" in run for run in installs), installs
+
+
+def test_dockerignore_keeps_secrets_and_caches_out_but_the_sources_in() -> None:
+    patterns = dockerignore_patterns()
+    for path in (
+        ".git/HEAD",
+        ".venv/bin/python",
+        ".eventloom/keys/private/abc.key",
+        ".eventloom-demo/ledger/s1.jsonl",
+        "eventloom/__pycache__/event.cpython-311.pyc",
+        ".mypy_cache/3.11/x.json",
+        ".pytest_cache/v/cache/nodeids",
+        ".ruff_cache/CACHEDIR.TAG",
+        ".hypothesis/examples/x",
+        "eventloom_memory.egg-info/PKG-INFO",
+        "tests/conftest.py",
+    ):
+        assert ignored(path, patterns), f"{path} reaches the build context"
+    for path in ("pyproject.toml", "README.md", "eventloom/event.py", "gateway/cli/__init__.py"):
+        assert not ignored(path, patterns), f"{path} is left out of the build context"
+
+
+def test_the_files_the_dockerfile_copies_build_the_package(tmp_path: Path) -> None:
+    """What `pip install .` gets in the build stage: the COPYs, filtered by .dockerignore, build a wheel with
+    every module, the package data and the `eventloom` command."""
+    patterns = dockerignore_patterns()
+    stage = next(s for s in stages() if any(k == "RUN" and "pip install" in a for k, a in s))
+    context = tmp_path / "context"
+    context.mkdir()
+    for keyword, arguments in stage:
+        if keyword != "COPY":
+            continue
+        parts = shlex.split(arguments)
+        assert not any(part.startswith("--from") for part in parts), "the build stage copies from the repo"
+        *sources, destination = parts
+        for source in sources:
+            origin = ROOT / source
+            assert origin.exists(), f"COPY {source}: not in the repository"
+            files = [origin] if origin.is_file() else sorted(p for p in origin.rglob("*") if p.is_file())
+            for file in files:
+                relative = file.relative_to(ROOT).as_posix()
+                if ignored(relative, patterns):
+                    continue
+                inside = file.name if origin.is_file() else file.relative_to(origin).as_posix()
+                target = context / destination / inside
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(file, target)
+    wheels = tmp_path / "wheels"
+    offline = ["--quiet", "--no-deps", "--no-build-isolation", "--no-index"]
+    build = [sys.executable, "-m", "pip", "wheel", *offline, "--wheel-dir", str(wheels), str(context)]
+    built = subprocess.run(build, check=False, capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    (wheel,) = wheels.glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        entry_points = next(
+            archive.read(n).decode() for n in names if n.endswith(".dist-info/entry_points.txt")
+        )
+    expected = {
+        path.relative_to(ROOT).as_posix()
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+        if "__pycache__" not in path.parts
+    }
+    missing = sorted(expected - names)
+    assert not missing, f"the image would lack: {missing[:10]}"
+    for package, files in PYPROJECT["tool"]["setuptools"]["package-data"].items():
+        for file in files:
+            assert f"{package.replace('.', '/')}/{file}" in names, f"package data {package}: {file}"
+    assert re.search(r"^eventloom = gateway\.cli:main$", entry_points, re.MULTILINE)
+    for group in (PROJECTORS_GROUP, PRODUCERS_GROUP):
+        assert f"[{group}]" in entry_points

@@ -1,0 +1,215 @@
+"""The MCP gateway through the official MCP client, over stdio (`eventloom mcp`, a real subprocess) and
+streamable HTTP (the node's gateway): every tool, the limits, the bearer tokens and session scopes, the
+rate limit and the audit trail."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import stat
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client
+
+from eventloom.log import EventLog
+from eventloom.runtime import read_runtime
+from eventloom.settings import Settings
+from gateway.mcp.client import stdio_server, tool_caller
+from gateway.mcp.http import HttpGateway, RateLimiter, serve_http
+from gateway.mcp.tokens import Principal, TokenBook, add_token, read_tokens
+from gateway.story import WORK
+from tests.conftest import run_cli
+from tests.mcp_support import (
+    EVERY_TOOL,
+    exercise_every_tool,
+    exercise_limits,
+    failure,
+    http_node,
+    http_tools,
+)
+from tests.test_query_service import start_node
+
+pytestmark = pytest.mark.anyio
+
+
+def flattened(error: BaseException) -> list[str]:
+    """The messages of an exception and of everything inside it (an exception group, a cause)."""
+    inner = list(error.exceptions) if isinstance(error, BaseExceptionGroup) else []
+    inner += [error.__cause__] if error.__cause__ is not None else []
+    return [str(error), *(message for nested in inner for message in flattened(nested))]
+
+
+def clean_env() -> dict[str, str]:
+    """This process's environment without Eventloom's settings, as a fresh MCP client would have it."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("EVENTLOOM_")}
+
+
+async def test_stdio_starts_its_own_node_and_serves_every_tool(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    async with Client(stdio_server(data, clean_env()), read_timeout_seconds=60) as client:
+        assert {tool.name for tool in (await client.list_tools()).tools} == EVERY_TOOL
+        running = read_runtime(data / "runtime.json")
+        assert running is not None and running.pid != os.getpid() and running.embedded
+        call = tool_caller(client)
+        await exercise_every_tool(call)
+        await exercise_limits(call)
+    assert read_runtime(data / "runtime.json") is None  # the node it started stopped with it
+    audit = [
+        json.loads(line) for line in (data / "ledger" / "eventloom-audit.jsonl").read_text().splitlines()
+    ]
+    assert {event["type"] for event in audit} == {"tool.call.completed"}
+    assert all(event["payload"]["principal"] == "local" for event in audit)
+
+
+async def test_stdio_uses_the_node_already_running(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data")
+    async for node in start_node(replace(settings, producers="none")):
+        async with Client(stdio_server(settings.data_dir, clean_env()), read_timeout_seconds=60) as client:
+            call = tool_caller(client)
+            appended = await call(
+                "memory_append", {"session": "s1", "type": "note.taken", "payload": {"text": "hello"}}
+            )
+        async with await EventLog.open(settings, url=node.url) as log:
+            (event,) = [e async for e in log.events("s1")]
+        assert event.citation == appended["citation"] and event.actor == "mcp:local"
+
+
+async def test_http_serves_every_tool_to_an_admin(settings: Settings) -> None:
+    token = add_token(settings.tokens_file, "operator", "admin", ["*"])
+    async with http_node(settings) as node:
+        assert node.http_url is not None
+        async with http_tools(node.http_url, token) as call:
+            await exercise_every_tool(call)
+            await exercise_limits(call)
+        async with await EventLog.open(settings) as log:
+            audit = [e async for e in log.events(settings.audit_session)]
+    appends = [e.payload for e in audit if e.payload["tool"] == "memory_append"]
+    assert appends and appends[0]["arguments"] == ["actor", "payload", "session", "type"]
+    assert appends[0]["principal"] == "operator" and appends[0]["transport"] == "http"
+    assert appends[0]["target_session"] == WORK and appends[0]["ok"] is True
+    refusal = next(e.payload for e in audit if e.payload["status"] == "payload_too_large")
+    assert refusal["ok"] is False and refusal["error"] == "payload_too_large"
+    audit_text = json.dumps([e.payload for e in audit])
+    assert "Redis" not in audit_text and "xxxx" not in audit_text  # names, never values
+
+
+async def test_http_refuses_a_missing_or_wrong_token(settings: Settings) -> None:
+    add_token(settings.tokens_file, "agent", "agent", ["*"])
+    async with http_node(settings) as node:
+        assert node.http_url is not None
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        async with httpx2.AsyncClient(timeout=10) as http:
+            for headers in (
+                {},
+                {"Authorization": "Bearer elt_not-a-real-token"},
+                {"Authorization": "Basic x"},
+            ):
+                response = await http.post(node.http_url, json=ping, headers=headers)
+                assert response.status_code == 401
+                assert response.headers["www-authenticate"].startswith("Bearer")
+                assert response.json()["error"]["code"] == "unauthorized"
+            health = await http.get(node.http_url.removesuffix("/mcp") + "/healthz")
+            assert health.status_code == 200 and health.json() == {"ok": True, "tools": 13, "tokens": 1}
+        with pytest.raises(BaseException) as refused:
+            async with http_tools(node.http_url, "elt_wrong") as call:
+                await call("memory_query", {"text": "anything", "session": "s1"})
+        assert "error response" in " ".join(flattened(refused.value))  # the 401 above, as the client sees it
+
+
+async def test_http_enforces_the_session_scope_for_reads_and_writes(settings: Settings) -> None:
+    token = add_token(settings.tokens_file, "team-a-bot", "agent", ["team-a-*"])
+    async with http_node(settings) as node, http_tools(node.http_url or "", token) as call:
+        mine = await call("memory_append", {"session": "team-a-1", "type": "note.taken", "payload": {"n": 1}})
+        assert mine["seq"] == 1
+        theirs = {"session": "team-b-1"}
+        denied: list[tuple[str, dict[str, Any]]] = [
+            ("memory_append", {**theirs, "type": "note.taken", "payload": {"n": 1}}),
+            ("memory_invalidate", {**theirs, "entity": {"name": "x", "entity_type": "service"}}),
+            ("context_after_turn", {**theirs, "text": "hello"}),
+            ("memory_query", {**theirs, "text": "notes"}),
+            ("memory_checkout", {**theirs, "text": "notes"}),
+            ("context_assemble", {**theirs, "text": "notes"}),
+            ("handoff_bundle", theirs),
+            ("memory_verify", theirs),
+            ("memory_inferred_status", theirs),
+            ("memory_causal_successors", {**theirs, "name": "x"}),
+            ("memory_causal_predecessors", {**theirs, "name": "x"}),
+            ("memory_query", {"text": "notes"}),  # every session at once
+            ("memory_verify", {}),
+            ("memory_replay", {"session": "team-a-1"}),  # admin only
+            ("memory_graph_query", {"cypher": "MATCH (n) RETURN count(n) AS n"}),
+        ]
+        for name, arguments in denied:
+            refused = await failure(call, name, arguments)
+            assert refused.code == "forbidden", (name, refused.error)
+        own = await call("memory_query", {"text": "notes", "session": "team-a-1"})
+        assert own["query"]["session"] == "team-a-1"
+        async with await EventLog.open(settings) as log:
+            assert [e async for e in log.events("team-b-1")] == []
+
+
+async def test_http_rate_limits_each_token(settings: Settings) -> None:
+    fast = add_token(settings.tokens_file, "fast", "agent", ["*"])
+    other = add_token(settings.tokens_file, "other", "agent", ["*"])
+    served: asyncio.Queue[HttpGateway] = asyncio.Queue()
+    stop = asyncio.Event()
+    async for node in start_node(replace(settings, producers="none")):
+        task = asyncio.create_task(
+            serve_http(settings, node.url, "127.0.0.1", 0, stop, rate=1, on_ready=served.put)
+        )
+        gateway = await asyncio.wait_for(served.get(), 30)
+        async with httpx2.AsyncClient(timeout=10) as http:
+
+            async def post(token: str, url: str = gateway.url) -> httpx2.Response:
+                headers = {"Authorization": f"Bearer {token}"}
+                return await http.post(
+                    url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers=headers
+                )
+
+            statuses = [(await post(fast)).status_code for _ in range(2)]
+            limited = await post(fast)
+            assert 429 not in statuses and limited.status_code == 429
+            assert int(limited.headers["retry-after"]) >= 1
+            assert limited.json()["error"]["code"] == "rate_limited"
+            assert (await post(other)).status_code != 429  # each token has its own bucket
+        stop.set()
+        await asyncio.wait_for(task, 15)
+
+
+def test_principals_match_session_patterns() -> None:
+    scoped = Principal("bot", "agent", ("team-a-*", "shared"))
+    assert scoped.may_touch("team-a-1") and scoped.may_touch("shared")
+    assert not scoped.may_touch("team-b-1") and not scoped.may_touch("shared-2")
+    assert not scoped.may_touch(None)  # a question across every session
+    assert Principal("ops", "admin", ("*",)).may_touch(None)
+
+
+def test_tokens_are_stored_as_digests_in_a_private_file(settings: Settings) -> None:
+    added = run_cli(settings, "tokens", "add", "ci", "--session", "ci-*", "--json")
+    assert added.returncode == 0, added.stderr
+    token = json.loads(added.stdout)["token"]
+    path = settings.tokens_file
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert token not in path.read_text()
+    book = TokenBook(path)
+    principal = book.principal(token)
+    assert principal is not None and principal.sessions == ("ci-*",) and principal.role == "agent"
+    assert book.principal(token + "x") is None
+    listed = run_cli(settings, "tokens", "list", "--json")
+    assert json.loads(listed.stdout)[0]["name"] == "ci" and token not in listed.stdout
+    assert run_cli(settings, "tokens", "add", "ci", "--session", "x").returncode == 2  # names are unique
+    assert run_cli(settings, "tokens", "revoke", "ci").returncode == 0
+    assert read_tokens(path).tokens == []
+
+
+async def test_the_rate_limiter_refills() -> None:
+    limiter = RateLimiter(rate=10, burst=2)
+    assert limiter.wait_s("a") == 0 and limiter.wait_s("a") == 0
+    assert limiter.wait_s("a") > 0 and limiter.wait_s("b") == 0
+    await asyncio.sleep(0.15)
+    assert limiter.wait_s("a") == 0
