@@ -35,9 +35,10 @@ S = TypeVar("S", bound=ClearableDocStore)
 class InPlaceDocProjector(Generic[S]):
     """Projects every event's memory documents into `store`, with its checkpoints in the same transaction."""
 
-    def __init__(self, name: str, store: S) -> None:
+    def __init__(self, name: str, store: S, skipped_sessions: frozenset[str] = frozenset()) -> None:
         self.name = name
         self.store = store
+        self.skipped_sessions = skipped_sessions
 
     async def open(self) -> None:
         await self.store.open()

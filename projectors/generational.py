@@ -43,6 +43,7 @@ class GenerationalProjector(Generic[S, Item]):
         changes: Callable[[Event], Item],
     ) -> None:
         self.name = context.name
+        self.skipped_sessions = context.memory_skips
         self.generations = Generations(context.state_dir)
         self.generation = 0
         self._build_into = context.generation

@@ -32,6 +32,11 @@ class PluginContext:
     generation: Path | None = None  # set by `eventloom rebuild`: build into this directory instead
 
     @property
+    def memory_skips(self) -> frozenset[str]:
+        """The sessions the built-in memory models leave out: the gateway's audit (tool calls, not memory)."""
+        return frozenset({self.settings.audit_session})
+
+    @property
     def state_dir(self) -> Path:
         return self.settings.data_dir / "readmodels" / self.name
 

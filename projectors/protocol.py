@@ -39,6 +39,14 @@ class Projector(Protocol):
 
 
 @runtime_checkable
+class SkipsSessions(Protocol):
+    """A projector that never sees some sessions: the runner acknowledges their events without applying
+    them (the built-in memory models skip the gateway's audit session: tool calls are not memory)."""
+
+    skipped_sessions: frozenset[str]
+
+
+@runtime_checkable
 class Rebuildable(Protocol):
     """A projector rebuilt into a new generation, then swapped in (see readmodels.generations).
 

@@ -27,7 +27,7 @@ from eventloom.errors import ReadModelBrokenError, ReadModelUnavailableError
 from eventloom.event import Event, decode_event
 from eventloom.tail import event_at
 from projectors.partitions import consumer_name
-from projectors.protocol import Projector, Rebuildable
+from projectors.protocol import Projector, Rebuildable, SkipsSessions
 from projectors.status import StatsPublisher
 
 log = logging.getLogger(__name__)
@@ -132,6 +132,7 @@ class ProjectorRunner:
                 items.append(_Item(message, decode_event(message.data)))
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                 await self._dead_letter(message, None, f"not a valid event: {exc}")
+        items = await self._without_skipped_sessions(items)
         applied = await self._applied_seqs(items)
         expected: dict[str, int] = {}
         ready: list[_Item] = []
@@ -197,6 +198,21 @@ class ProjectorRunner:
                 self.stats.applied += 1
             await forget_dead_letter(self._client, self.consumer, stream_seq)
             self.stats.retried += 1
+
+    async def _without_skipped_sessions(self, items: list[_Item]) -> list[_Item]:
+        skipped = (
+            self.projector.skipped_sessions if isinstance(self.projector, SkipsSessions) else frozenset()
+        )
+        if not skipped:
+            return items
+        kept = []
+        for item in items:
+            if item.event.session in skipped:
+                self.stats.skipped += 1
+                await item.message.ack()
+            else:
+                kept.append(item)
+        return kept
 
     async def _applied_seqs(self, items: list[_Item]) -> dict[str, int]:
         sessions = sorted({item.event.session for item in items})

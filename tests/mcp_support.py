@@ -35,6 +35,7 @@ EVERY_TOOL = {
 }
 DECISION = "Cache prices in Redis with a 5 minute TTL"
 OUTCOME = "Checkout p95 fell from 480 ms to 140 ms"
+AUDIT = Settings().audit_session
 
 
 async def failure(call: ToolCall, name: str, arguments: dict[str, Any]) -> ToolCallFailed:
@@ -78,6 +79,8 @@ async def exercise_every_tool(call: ToolCall) -> Told:
         {"cypher": "MATCH (e:Entity) WHERE e.session = $s RETURN count(e) AS n", "params": {"s": WORK}},
     )
     assert rows["rows"][0]["n"] > 5
+    audit = {"cypher": "MATCH (e:Entity) WHERE e.session = $s RETURN count(e) AS n", "params": {"s": AUDIT}}
+    assert (await call("memory_graph_query", audit))["rows"][0]["n"] == 0  # tool calls are not memory
     refused = await failure(call, "memory_graph_query", {"cypher": "CREATE (n:Entity {name: 'x'})"})
     assert refused.code == "invalid_input" and "read-only" in refused.error["message"]
     return told

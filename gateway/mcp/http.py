@@ -124,7 +124,9 @@ class HttpGateway:
     ) -> None:
         self.app = http_app(server, book, limiter or RateLimiter(), host)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.socket = socket.socket(family, socket.SOCK_STREAM)
+        # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say so, and without it every
+        # response waits ~40 ms for a delayed ACK (headers and body are two writes).
+        self.socket = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.socket.bind((host, port))
         self.host = host

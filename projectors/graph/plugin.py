@@ -23,7 +23,9 @@ class EmbeddedGraphProjector(GraphProjector[LadybugGraphStore]):
     def __init__(self, context: PluginContext) -> None:
         self.generations = Generations(context.state_dir)
         self.generation = 0
-        super().__init__(LadybugGraphStore(self._database()), name=context.name)
+        super().__init__(
+            LadybugGraphStore(self._database()), name=context.name, skipped_sessions=context.memory_skips
+        )
 
     def _database(self) -> Path:
         directory = self.generations.current()
@@ -44,7 +46,13 @@ def graph_projector(
             raise EventloomError(
                 "a Neo4j graph is rebuilt in place: `eventloom rebuild graph --backend neo4j`"
             )
-        return GraphProjector(neo4j_store(context.settings), name=context.name)
+        return GraphProjector(
+            neo4j_store(context.settings), name=context.name, skipped_sessions=context.memory_skips
+        )
     if context.generation is not None:
-        return GraphProjector(LadybugBulkLoader(context.generation / DATABASE), name=context.name)
+        return GraphProjector(
+            LadybugBulkLoader(context.generation / DATABASE),
+            name=context.name,
+            skipped_sessions=context.memory_skips,
+        )
     return EmbeddedGraphProjector(context)

@@ -19,9 +19,10 @@ class GraphProjector(Generic[W]):
     projection, so redelivered events are skipped and effects are exactly once.
     """
 
-    def __init__(self, store: W, name: str = "graph") -> None:
+    def __init__(self, store: W, name: str = "graph", skipped_sessions: frozenset[str] = frozenset()) -> None:
         self.store = store
         self.name = name
+        self.skipped_sessions = skipped_sessions
 
     async def open(self) -> None:
         await self.store.open()

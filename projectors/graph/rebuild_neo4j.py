@@ -57,7 +57,7 @@ async def _emptied(
     loader = Neo4jBulkLoader(neo4j_store(settings))
     if progress is not None:
         loader.load_progress = lambda done, total: progress("load", done, total)
-    return GraphProjector(loader, name=projector)
+    return GraphProjector(loader, name=projector, skipped_sessions=frozenset({settings.audit_session}))
 
 
 def _report(settings: Settings, source: str, events: int, started: float) -> Neo4jRebuildReport:
@@ -116,12 +116,12 @@ async def rebuild_neo4j_from_ledger(
         raise EventloomError(f"the ledger in {ledger_dir} does not verify; nothing was deleted: {broken[:5]}")
     if not reports:
         raise EventloomError(f"no ledger files in {ledger_dir}")
-    total = sum(report.ledger_events or 0 for report in reports)
     graph = await _emptied(settings, projector, progress)
+    total = sum(r.ledger_events or 0 for r in reports if r.session not in graph.skipped_sessions)
     await graph.open()
     done = 0
     try:
-        batches = _ledger_batches(ledger_dir)
+        batches = _ledger_batches(ledger_dir, graph.skipped_sessions)
         while batch := await asyncio.to_thread(next, batches, None):
             await graph.apply(batch)
             done += len(batch)
@@ -132,9 +132,11 @@ async def rebuild_neo4j_from_ledger(
     return _report(settings, f"ledger:{ledger_dir}", done, started)
 
 
-def _ledger_batches(ledger_dir: Path) -> Iterator[list[Event]]:
+def _ledger_batches(ledger_dir: Path, skipped: frozenset[str]) -> Iterator[list[Event]]:
     batch: list[Event] = []
     for session in ledger_sessions(ledger_dir):
+        if session in skipped:
+            continue
         for _, line in iter_lines(ledger_path(ledger_dir, session)):
             if line:
                 batch.append(decode_event(line))

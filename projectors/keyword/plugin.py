@@ -22,5 +22,7 @@ def keyword_projector(
     if context.settings.graph_backend == "neo4j":
         if context.generation is not None:
             raise EventloomError("on Neo4j the keyword model has no generations: it is rebuilt in place")
-        return InPlaceDocProjector(context.name, neo4j_keyword_store(context.settings))
+        return InPlaceDocProjector(
+            context.name, neo4j_keyword_store(context.settings), skipped_sessions=context.memory_skips
+        )
     return GenerationalProjector(context, DATABASE, SqliteKeywordStore, memory_docs)

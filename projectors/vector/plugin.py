@@ -29,7 +29,9 @@ def vector_projector(
     if settings.graph_backend == "neo4j":
         if context.generation is not None:
             raise EventloomError("on Neo4j the vector model has no generations: it is rebuilt in place")
-        return InPlaceDocProjector(context.name, neo4j_vector_store(settings, embedder))
+        return InPlaceDocProjector(
+            context.name, neo4j_vector_store(settings, embedder), skipped_sessions=context.memory_skips
+        )
     return GenerationalProjector(
         context, DATABASE, lambda path: SqliteVectorStore(path, embedder), memory_docs
     )
