@@ -1,11 +1,11 @@
 """What MCP costs on top of the query service and the appender; prints one JSON object.
 
-A node runs in its own process (`eventloom up --http`: embedded NATS, every role, the HTTP gateway) with a
-synthetic agent memory (bench/corpus.py, 10,000 events by default). The same questions are then asked, one
-after another, three ways:
+A node runs in its own process (`eventloom up`: embedded NATS, every role) with a synthetic agent memory
+(bench/corpus.py, 10,000 events by default). The same questions are then asked, one after another, three ways:
   raw    `MemoryClient.checkout` over NATS request/reply: what a gateway itself pays (the baseline);
   stdio  the official MCP client to `eventloom mcp` (a subprocess on the same node), tool `memory_checkout`;
-  http   the official MCP client over streamable HTTP with a bearer token, tool `memory_checkout`.
+  http   the official MCP client over streamable HTTP with a bearer token to `eventloom gateway http` (its
+         own process, as in docker-compose), tool `memory_checkout`.
 Appends are measured the same way (`EventLog.append` vs tool `memory_append`). Every MCP call also appends
 its `tool.call.completed` audit event before it answers, so that cost is inside the MCP numbers.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import socket
 import sys
 import tempfile
@@ -33,7 +34,6 @@ from mcp.client.streamable_http import streamable_http_client
 from query import append_up_to, percentiles, timed
 
 from eventloom.log import EventLog
-from eventloom.runtime import read_runtime
 from eventloom.settings import Settings
 from gateway.mcp.client import ToolCall, stdio_server, tool_caller
 from gateway.mcp.tokens import add_token
@@ -140,6 +140,31 @@ async def measure(
     return report
 
 
+async def start_gateway(settings: Settings) -> tuple[asyncio.subprocess.Process, str]:
+    """`eventloom gateway http` in its own process on the running node; returns it and its MCP URL."""
+    port = free_port()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "gateway",
+        "gateway",
+        "http",
+        "--listen",
+        f"127.0.0.1:{port}",
+        env={**os.environ, **settings.to_env()},
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    async with httpx2.AsyncClient() as http:
+        for _ in range(300):
+            with contextlib.suppress(httpx2.HTTPError):
+                if (await http.get(f"http://127.0.0.1:{port}/healthz")).status_code == 200:
+                    return process, f"http://127.0.0.1:{port}/mcp"
+            await asyncio.sleep(0.1)
+    process.kill()
+    raise TimeoutError("eventloom gateway http did not start")
+
+
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     started = datetime.now(UTC)
     report: dict[str, Any] = {
@@ -151,17 +176,13 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "calls": args.calls,
     }
     with tempfile.TemporaryDirectory(prefix="eventloom-bench-mcp-") as tmp:
-        settings = Settings(data_dir=Path(tmp) / "data")
+        settings = Settings(data_dir=Path(tmp) / "data", gateway_rate=100_000)  # measure, not throttle
         token = add_token(settings.tokens_file, "bench", "admin", ["*"])
-        node = NodeProcess(settings, http=f"127.0.0.1:{free_port()}")
+        node = NodeProcess(settings)
         info = await asyncio.to_thread(node.start, 60)
+        gateway: asyncio.subprocess.Process | None = None
         try:
-            for _ in range(200):  # the gateway comes up just after the node reports ready
-                running = await asyncio.to_thread(read_runtime, settings.runtime_file)
-                if running is not None and running.http_url:
-                    break
-                await asyncio.sleep(0.05)
-            assert running is not None and running.http_url, "the node's HTTP gateway did not start"
+            gateway, http_url = await start_gateway(settings)
             corpus = Corpus(sessions=args.sessions)
             async with await EventLog.open(settings, url=info.nats_url) as log:
                 await append_up_to(log, corpus, 0, args.events)
@@ -169,9 +190,12 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                     progress.add_task("projecting", total=None, rate="")
                     await projected(log)
                 console.print("[bold]measuring[/] raw, stdio and HTTP")
-                async with mcp_ways(settings, running.http_url, token) as ways:
+                async with mcp_ways(settings, http_url, token) as ways:
                     report.update(await measure(log, ways, corpus, args))
         finally:
+            if gateway is not None:
+                gateway.terminate()
+                await gateway.wait()
             await asyncio.to_thread(node.stop)
     return report
 

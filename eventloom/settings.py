@@ -49,6 +49,7 @@ class Settings:
     embedder: str = "hash"  # the vector read model's embedder (an `eventloom.embedders` entry point)
     tokens_path: Path | None = None  # the HTTP gateway's bearer tokens (default <data>/tokens.json)
     audit_session: str = "eventloom-audit"  # where the gateway appends its `tool.call.completed` audit
+    gateway_rate: float = 50.0  # HTTP gateway: calls per second per token, bursts of twice that
 
     def __post_init__(self) -> None:
         if not 1 <= self.partitions <= 1024:
@@ -61,6 +62,8 @@ class Settings:
             raise ValueError(f"graph_backend: must be one of {', '.join(GRAPH_BACKENDS)}")
         if self.graph_backend == "neo4j" and not self.neo4j_uri:
             raise ValueError("neo4j_uri: required when the graph backend is neo4j (set NEO4J_URI)")
+        if not self.gateway_rate > 0:
+            raise ValueError("gateway_rate: must be more than 0 calls per second (EVENTLOOM_GATEWAY_RATE)")
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,128}", self.audit_session):
             raise ValueError("audit_session: must match ^[A-Za-z0-9_-]{1,128}$ (EVENTLOOM_AUDIT_SESSION)")
 
@@ -88,6 +91,7 @@ class Settings:
             if (tokens := os.environ.get("EVENTLOOM_TOKENS_FILE"))
             else None,
             audit_session=os.environ.get("EVENTLOOM_AUDIT_SESSION") or "eventloom-audit",
+            gateway_rate=float(os.environ.get("EVENTLOOM_GATEWAY_RATE") or 50.0),
         )
 
     def to_env(self) -> dict[str, str]:
@@ -108,6 +112,7 @@ class Settings:
             "EVENTLOOM_EMBEDDER": self.embedder,
             "EVENTLOOM_TOKENS_FILE": str(self.tokens_file),
             "EVENTLOOM_AUDIT_SESSION": self.audit_session,
+            "EVENTLOOM_GATEWAY_RATE": f"{self.gateway_rate:g}",
         }
         if self.nats_url:
             env["EVENTLOOM_NATS_URL"] = self.nats_url

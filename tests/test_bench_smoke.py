@@ -52,3 +52,14 @@ def test_retrieval_benchmark_scores_fusion_next_to_bm25_on_both_fixtures() -> No
             assert 0 <= overall["mrr"] <= 1
         assert dataset["fused_balanced_recall@5"] == results["balanced"]["turns"]["overall"]["recall"]["@5"]
     assert "sessions" in datasets[1]["results"]["bm25"]
+
+
+@pytest.mark.slow
+def test_mcp_benchmark_reports_stdio_and_http_next_to_the_raw_paths() -> None:
+    report = run_bench("mcp_gateway.py", "--events", "200", "--calls", "5", "--warmup", "1")
+    for call, raw in (("checkout_ms", "raw_query_service"), ("append_ms", "raw_event_log")):
+        ways = report[call]
+        assert isinstance(ways, dict) and set(ways) == {raw, "mcp_stdio", "mcp_http"}
+        for way in ways.values():
+            assert 0 < way["p50"] <= way["p95"] <= way["max"]
+        assert ways["mcp_http"]["overhead_p50_ms"] == round(ways["mcp_http"]["p50"] - ways[raw]["p50"], 2)

@@ -160,7 +160,7 @@ async def test_http_rate_limits_each_token(settings: Settings) -> None:
     stop = asyncio.Event()
     async for node in start_node(replace(settings, producers="none")):
         task = asyncio.create_task(
-            serve_http(settings, node.url, "127.0.0.1", 0, stop, rate=1, on_ready=served.put)
+            serve_http(replace(settings, gateway_rate=1), node.url, "127.0.0.1", 0, stop, on_ready=served.put)
         )
         gateway = await asyncio.wait_for(served.get(), 30)
         async with httpx2.AsyncClient(timeout=10) as http:
@@ -208,7 +208,9 @@ def test_tokens_are_stored_as_digests_in_a_private_file(settings: Settings) -> N
 
 
 async def test_the_rate_limiter_refills() -> None:
-    limiter = RateLimiter(rate=10, burst=2)
+    limiter = RateLimiter.per_second(1)
+    assert limiter.burst == 2
+    limiter.rate = 10
     assert limiter.wait_s("a") == 0 and limiter.wait_s("a") == 0
     assert limiter.wait_s("a") > 0 and limiter.wait_s("b") == 0
     await asyncio.sleep(0.15)

@@ -18,7 +18,7 @@ from eventloom.log import EventLog
 from eventloom.runtime import resolve_nats_url
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_INVALID, console, fail, print_json, run, settings_of
-from gateway.mcp.http import DEFAULT_RATE, HttpGateway, serve_http
+from gateway.mcp.http import HttpGateway, serve_http
 from gateway.mcp.stdio import run_stdio
 from gateway.mcp.tokens import Role, add_token, read_tokens, revoke_token
 from gateway.node import supervise, worker_roles
@@ -73,25 +73,32 @@ def gateway_http(
     tokens: Annotated[
         str | None, typer.Option("--tokens", help="The tokens file [default: <data>/tokens.json]")
     ] = None,
-    rate: Annotated[float, typer.Option("--rate", help="Calls per second per token (bursts of 2x)")] = (
-        DEFAULT_RATE
-    ),
+    rate: Annotated[
+        float | None,
+        typer.Option(
+            "--rate", help="Calls per second per token, bursts of 2x [env: EVENTLOOM_GATEWAY_RATE; 50]"
+        ),
+    ] = None,
 ) -> None:
     settings = settings_of(ctx)
     if tokens is not None:
         settings = replace(settings, tokens_path=Path(tokens).absolute())
+    if rate is not None:
+        if rate <= 0:
+            fail("--rate: must be more than 0", EXIT_INVALID)
+        settings = replace(settings, gateway_rate=rate)
     host, port = parse_listen(listen)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    run(_serve_http(settings, host, port, rate))
+    run(_serve_http(settings, host, port))
 
 
-async def _serve_http(settings: Settings, host: str, port: int, rate: float) -> None:
+async def _serve_http(settings: Settings, host: str, port: int) -> None:
     stop = _stop_on_signals()
 
     async def announce(gateway: HttpGateway) -> None:
         console.print(f"MCP over HTTP at {gateway.url} (tokens: {settings.tokens_file}); Ctrl-C to stop")
 
-    await serve_http(settings, resolve_nats_url(settings), host, port, stop, rate=rate, on_ready=announce)
+    await serve_http(settings, resolve_nats_url(settings), host, port, stop, on_ready=announce)
 
 
 @query_app.command(

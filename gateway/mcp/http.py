@@ -34,17 +34,20 @@ MCP_PATH: Final = "/mcp"
 HEALTH_PATH: Final = "/healthz"
 # A 1 MiB payload grows when JSON-escaped inside a JSON-RPC request; the tool itself enforces the 1 MiB.
 MAX_BODY_BYTES: Final = 3 * MAX_PAYLOAD_BYTES
-DEFAULT_RATE: Final = 50.0
-DEFAULT_BURST: Final = round(2 * DEFAULT_RATE)
 
 
 @dataclass
 class RateLimiter:
     """A token bucket per caller: `rate` calls a second on average, bursts of up to `burst`."""
 
-    rate: float = DEFAULT_RATE
-    burst: int = DEFAULT_BURST
+    rate: float
+    burst: int
     _buckets: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    @classmethod
+    def per_second(cls, rate: float) -> RateLimiter:
+        """`rate` calls a second, in bursts of up to twice that."""
+        return cls(rate=rate, burst=max(1, round(2 * rate)))
 
     def wait_s(self, caller: str) -> float:
         """0 when the call may go ahead (and is counted), else how long until it may."""
@@ -120,9 +123,9 @@ class HttpGateway:
     """The MCP server on streamable HTTP at `host:port` (port 0: any free port; see `address`)."""
 
     def __init__(
-        self, server: EventloomMCP, book: TokenBook, host: str, port: int, limiter: RateLimiter | None = None
+        self, server: EventloomMCP, book: TokenBook, host: str, port: int, limiter: RateLimiter
     ) -> None:
-        self.app = http_app(server, book, limiter or RateLimiter(), host)
+        self.app = http_app(server, book, limiter, host)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say so, and without it every
         # response waits ~40 ms for a delayed ACK (headers and body are two writes).
@@ -168,7 +171,6 @@ async def serve_http(
     port: int,
     stop: asyncio.Event,
     *,
-    rate: float | None = None,
     on_ready: Callable[[HttpGateway], Awaitable[None]] | None = None,
 ) -> None:
     """The HTTP gateway on the NATS at `url` (None: the settings' or the running node's), until `stop`."""
@@ -181,9 +183,8 @@ async def serve_http(
                 "`eventloom tokens add NAME --session 'PATTERN'`",
                 settings.tokens_file,
             )
-        limiter = RateLimiter(rate=rate, burst=max(1, round(2 * rate))) if rate else RateLimiter()
         server = EventloomMCP(backend, BearerTokens(book))
-        gateway = HttpGateway(server, book, host, port, limiter)
+        gateway = HttpGateway(server, book, host, port, RateLimiter.per_second(settings.gateway_rate))
         running = asyncio.create_task(gateway.run(stop))
         await asyncio.wait(
             {running, asyncio.create_task(gateway.ready.wait())}, return_when=asyncio.FIRST_COMPLETED
