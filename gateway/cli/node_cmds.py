@@ -86,6 +86,19 @@ def _start_detached(settings: Settings, http: str | None) -> None:
     except EventloomError as exc:
         fail(f"{exc}\n(full log: {settings.data_dir / 'node.log'})")
     console.print(f"eventloom node started in the background: pid {info.pid}, {info.nats_url}")
+    if http is not None:
+        console.print(f"MCP over HTTP at {_gateway_url(settings, http)} (tokens: {settings.tokens_file})")
+
+
+def _gateway_url(settings: Settings, http: str) -> str:
+    """The gateway binds just after the node reports ready: its URL, once the runtime file has it."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        running = read_runtime(settings.runtime_file)
+        if running is not None and running.http_url:
+            return running.http_url
+        time.sleep(0.1)
+    return f"{http} (not up yet: see {settings.data_dir / 'node.log'})"
 
 
 def down(ctx: typer.Context) -> None:
@@ -116,8 +129,9 @@ def status(
         print_json(report)
         return
     stream = report["stream"]
+    node = report["node"]
     console.print(
-        f"node: {report['node'] or 'not running'}  nats: {report['nats_url']}\n"
+        f"node: {node or 'not running'}  nats: {report['nats_url']}\n"
         f"stream {stream['name']}: {stream['messages']} events, {stream['bytes']} bytes, "
         f"{stream['partitions']} partitions, last seq {stream['last_seq']}; "
         f"dead letters: {report['dead_letters']}"
@@ -147,7 +161,14 @@ async def _status(settings: Settings) -> dict[str, Any]:
     state = info.get("state", {})
     node = read_runtime(settings.runtime_file)
     return {
-        "node": {"pid": node.pid, "embedded_nats": node.embedded, "roles": node.roles} if node else None,
+        "node": {
+            "pid": node.pid,
+            "embedded_nats": node.embedded,
+            "roles": node.roles,
+            "http_url": node.http_url,
+        }
+        if node
+        else None,
         "nats_url": url,
         "stream": {
             "name": layout.name,
