@@ -215,3 +215,13 @@ async def test_the_rate_limiter_refills() -> None:
     assert limiter.wait_s("a") > 0 and limiter.wait_s("b") == 0
     await asyncio.sleep(0.15)
     assert limiter.wait_s("a") == 0
+
+
+def test_a_damaged_tokens_file_admits_nobody(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    token = add_token(path, "ci", "agent", ["ci-*"])
+    book = TokenBook(path)
+    assert book.principal(token) is not None
+    path.write_text('{"tokens": [{"name": "ci", "sha256": "not hex"')
+    book = TokenBook(path)
+    assert book.principal(token) is None and book.count() == 0

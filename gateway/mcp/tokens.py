@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import hmac
+import logging
 import re
 import secrets
 import time
@@ -22,6 +23,7 @@ import msgspec
 from eventloom.errors import EventloomError
 from eventloom.keys import atomic_write
 
+log = logging.getLogger(__name__)
 Role = Literal["agent", "admin"]
 TOKEN_PREFIX: Final = "elt_"  # noqa: S105 (a prefix that makes leaked tokens greppable, not a secret)
 _NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
@@ -169,8 +171,12 @@ class TokenBook:
             return
         stamp = (stat.st_mtime_ns, stat.st_size)
         if stamp != self._stamp:
-            self._entries = read_tokens(self.path).tokens
             self._stamp = stamp
+            try:
+                self._entries = read_tokens(self.path).tokens
+            except TokenFileError as exc:  # fail closed: a damaged file admits nobody, it never half-admits
+                log.error("refusing every token until the tokens file is fixed: %s", exc)
+                self._entries = []
 
 
 def bearer_token(authorization: str | None) -> str | None:
