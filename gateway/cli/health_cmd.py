@@ -3,12 +3,14 @@ orchestrators' healthchecks; `--json` for scripts)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import httpx2
 import nats.errors
 import nats.js.errors
 import typer
+from nats.aio.client import Client
 
 from eventloom.bus.connection import connect
 from eventloom.bus.stream import describe_stream
@@ -50,19 +52,27 @@ def ledger(ctx: typer.Context, as_json: JsonOption = False) -> None:
     _report(detail.get("pending") is not None, detail, as_json)
 
 
-async def _mirror_lag(settings: Settings) -> dict[str, Any]:
+async def _asked(settings: Settings, ask: Callable[[Client], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+    """`ask` on a fresh NATS connection; whatever goes wrong becomes the `reason` of an unhealthy report."""
     try:
         client = await connect(resolve_nats_url(settings), name="eventloom-health", persistent=False)
     except Exception as exc:
         return {"reason": f"NATS: {exc}"}
     try:
+        return await ask(client)
+    except (nats.errors.Error, nats.js.errors.Error, MemoryUnavailableError) as exc:
+        return {"reason": str(exc)}
+    finally:
+        await client.close()
+
+
+async def _mirror_lag(settings: Settings) -> dict[str, Any]:
+    async def lag(client: Client) -> dict[str, Any]:
         layout = await describe_stream(client, settings.stream)
         info = await client.jetstream().consumer_info(layout.name, MIRROR_CONSUMER)
         return {"pending": info.num_pending, "ack_pending": info.num_ack_pending}
-    except (nats.errors.Error, nats.js.errors.Error) as exc:
-        return {"reason": f"mirror consumer: {exc}"}
-    finally:
-        await client.close()
+
+    return await _asked(settings, lag)
 
 
 @health_app.command("query", help="A query service answers on NATS.")
@@ -72,16 +82,10 @@ def query(ctx: typer.Context, as_json: JsonOption = False) -> None:
 
 
 async def _ask_query(settings: Settings) -> dict[str, Any]:
-    try:
-        client = await connect(resolve_nats_url(settings), name="eventloom-health", persistent=False)
-    except Exception as exc:
-        return {"reason": f"NATS: {exc}"}
-    try:
+    async def answered(client: Client) -> dict[str, Any]:
         return {"answered": await MemoryClient(client, timeout_s=_TIMEOUT_S).healthy()}
-    except MemoryUnavailableError as exc:
-        return {"reason": str(exc)}
-    finally:
-        await client.close()
+
+    return await _asked(settings, answered)
 
 
 @health_app.command("gateway", help="The HTTP gateway answers GET /healthz.")
