@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from eventloom.event import SESSION_PATTERN
+
 DEFAULT_PARTITIONS: Final = 16
 SYNC_POLICY = re.compile(r"^(always|default|\d+(ms|s|m))$")
 GRAPH_BACKENDS: Final = ("ladybug", "neo4j")
@@ -64,7 +66,7 @@ class Settings:
             raise ValueError("neo4j_uri: required when the graph backend is neo4j (set NEO4J_URI)")
         if not self.gateway_rate > 0:
             raise ValueError("gateway_rate: must be more than 0 calls per second (EVENTLOOM_GATEWAY_RATE)")
-        if not re.fullmatch(r"[A-Za-z0-9_-]{1,128}", self.audit_session):
+        if not SESSION_PATTERN.fullmatch(self.audit_session):
             raise ValueError("audit_session: must match ^[A-Za-z0-9_-]{1,128}$ (EVENTLOOM_AUDIT_SESSION)")
 
     @classmethod

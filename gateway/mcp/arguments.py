@@ -7,11 +7,12 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field
 
+from eventloom.event import SESSION_PATTERN
 from readmodels.checkout.model import MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET
 from readmodels.retrieval.model import MAX_DEPTH, MAX_LIMIT, MAX_QUERY_CHARS
 
 MAX_PAYLOAD_BYTES: Final = 1024 * 1024
-SESSION_REGEX: Final = r"^[A-Za-z0-9_-]{1,128}$"
+SESSION_REGEX: Final = SESSION_PATTERN.pattern
 
 Session = Annotated[
     str,

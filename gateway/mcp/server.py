@@ -19,6 +19,7 @@ from typing import Any, Final, Protocol
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
 
+from eventloom.event import SESSION_PATTERN
 from gateway import __version__
 from gateway.mcp.backend import Backend
 from gateway.mcp.caller import Caller, calling_as, finished_calling
@@ -142,7 +143,7 @@ class EventloomMCP(MCPServer):
         }
         if failure is not None:
             payload["error"] = failure.code
-        if isinstance(session, str) and re.fullmatch(r"[A-Za-z0-9_-]{1,128}", session):
+        if isinstance(session, str) and SESSION_PATTERN.fullmatch(session):
             payload["target_session"] = session
         try:
             await self.backend.log.append(
