@@ -6,10 +6,11 @@ import asyncio
 import contextlib
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,16 @@ class CpuMeter:
         used = {k: round(end[k] - self._start[k], 2) for k in end if k in self._start}
         used["wall"] = round(time.perf_counter() - self._wall, 2)
         return used
+
+
+def percentiles(samples: Sequence[float]) -> dict[str, float]:
+    """p50 (the median), p95 and max of a non-empty sample, in its unit, to 2 decimals."""
+    ordered = sorted(samples)
+    return {
+        "p50": round(statistics.median(ordered), 2),
+        "p95": round(ordered[max(0, int(len(ordered) * 0.95) - 1)], 2),
+        "max": round(ordered[-1], 2),
+    }
 
 
 def machine(server_version: str) -> dict[str, Any]:

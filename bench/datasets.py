@@ -88,6 +88,7 @@ class _LocomoQA(msgspec.Struct):
     answer: str | int | float | None = None
     adversarial_answer: str | int | float | None = None
     evidence: list[str] = msgspec.field(default_factory=list)
+    beam_kind: str | None = None  # BEAM converted to this shape (see shared/data/README.md) names its types
 
 
 class _LocomoSample(msgspec.Struct):
@@ -300,7 +301,7 @@ def _locomo_question(
         question_id=qid,
         text=qa.question,
         answer=_text_of(qa.answer),
-        category=LOCOMO_CATEGORIES.get(qa.category, f"category_{qa.category}"),
+        category=qa.beam_kind or LOCOMO_CATEGORIES.get(qa.category, f"category_{qa.category}"),
         evidence_turns=_unique(turn.turn_id for turn in evidence),
         evidence_sessions=_unique(turn.session_id for turn in evidence),
         # Category 5 asks about something that did not happen (often a misattributed speaker); its

@@ -27,11 +27,11 @@ from typing import Any
 import httpx2
 import msgspec
 import nats.js.errors
-from common import console, machine, progress_bar, server_binary_version
+from common import console, machine, percentiles, progress_bar, server_binary_version
 from corpus import Corpus
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from query import append_up_to, percentiles, timed
+from query import append_up_to, timed
 
 from eventloom.log import EventLog
 from eventloom.settings import Settings

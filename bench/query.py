@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from common import console, machine, progress_bar, server_binary_version
+from common import console, machine, percentiles, progress_bar, server_binary_version
 from corpus import Corpus
 from query_models import BuiltModels, build_models
 
@@ -51,15 +51,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--sessions", type=int, default=20, help="sessions in the log (default 20)")
     parser.add_argument("--json", action="store_true", help="accepted for symmetry: output is always JSON")
     return parser.parse_args(argv)
-
-
-def percentiles(samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-    return {
-        "p50": round(statistics.median(ordered), 2),
-        "p95": round(ordered[max(0, int(len(ordered) * 0.95) - 1)], 2),
-        "max": round(ordered[-1], 2),
-    }
 
 
 async def timed(calls: list[Callable[[], Awaitable[Any]]]) -> tuple[list[float], list[Any]]:

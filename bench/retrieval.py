@@ -4,15 +4,19 @@ Each dataset's conversations are appended as `transcript.turn` events through th
 hash-chained, on JetStream), every read model is rebuilt from the stream, and every question is asked
 through the query service (`MemoryClient` over NATS) in its conversation's session. The hits' citations,
 in rank order, make the ranked list of turns (each turn once): a hit citing several turns takes several
-ranks, so every variant is scored on the same footing. Reported per dataset, next to each other:
+ranks, so every variant is scored on the same footing. Reported per dataset, under `results`:
 
 - `bm25`: the keyword lane alone (plain BM25 over every memory document): the baseline;
-- each fusion profile (`balanced`, `precision`, `recall`, `temporal`) with its own fusion, and `balanced`
-  with the other fusion (`rrf` vs `score`), which is how the profiles' fusions were chosen.
+- `lane:<name>`: each lane alone (exact, keyword, vector, traversal, verbatim), to see what each brings;
+- each profile, with `default_profile` naming the one the query service uses when none is asked.
 
-Recall@k is the share of a question's evidence turns cited in the top k hits; hit@k whether any is;
-MRR uses the first hit citing any evidence (within 10). LongMemEval is also scored by session, as its own
-evaluation does. Abstention questions are skipped and counted. No question is special-cased.
+Each variant has Recall@1/5/10 (the share of a question's evidence turns cited in the top k), hit@k, MRR
+(the first hit citing any evidence, within 10) and nDCG@10, overall and per question category (BEAM's
+`beam_kind` where the file has it), the share of the top-5 hits of each kind (entity, event, source) and
+the round-trip latency of the questions. LongMemEval is also scored by session, as its own evaluation does.
+Abstention questions (LoCoMo's adversarial category, LongMemEval's `_abs`, BEAM's `abstention`) have
+nothing to find: they are scored by `abstention`, from the default profile's Memory Checkout of every
+question (did it say `answer_from_memory`?). No question is special-cased.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ import asyncio
 import dataclasses
 import sys
 import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,23 +38,29 @@ from common import console, machine, progress_bar, server_binary_version
 from dataset_model import Conversation, Dataset
 from datasets import append_requests, load_dataset
 from query_models import build_models
-from retrieval_metrics import QuestionRanking, evaluate, report_dict, to_sessions
+from retrieval_metrics import QuestionRanking, abstention_scores, evaluate, report_dict, to_sessions
 
 from eventloom.bus.connection import connect
 from eventloom.bus.embedded import EmbeddedNats
 from eventloom.event import Event
 from eventloom.log import EventLog
 from eventloom.settings import Settings
+from readmodels.checkout.model import CheckoutRequest
 from readmodels.query.client import MemoryClient
 from readmodels.query.service import serve_memory
-from readmodels.retrieval.fusion import PROFILES, Fusion, Lane
-from readmodels.retrieval.model import Query
+from readmodels.retrieval.fusion import DEFAULT_PROFILE, LANES, PROFILES, Lane
+from readmodels.retrieval.model import MAX_QUERY_CHARS, Query, QueryResult
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "retrieval"
 DEFAULT_DATASETS = (FIXTURES / "locomo_mini.json", FIXTURES / "longmemeval_mini.json")
 LIMIT = 10
-Variant = tuple[str, str, list[Lane] | None, Fusion | None]
-"""(label, profile, lanes, fusion override)"""
+
+
+@dataclass(frozen=True)
+class Variant:
+    label: str
+    profile: str
+    lanes: list[Lane] | None = None
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -59,18 +72,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="a LoCoMo or LongMemEval JSON file (repeatable; default: the two fixtures in tests/)",
     )
     parser.add_argument(
-        "--embedder", default=None, help="vector embedder (default: EVENTLOOM_EMBEDDER or hash)"
+        "--embedder", default=None, help="vector embedder (default: EVENTLOOM_EMBEDDER or the default one)"
     )
+    parser.add_argument(
+        "--profiles", default=",".join(PROFILES), help="profiles to score, comma-separated (default: all)"
+    )
+    parser.add_argument("--no-lanes", action="store_true", help="skip scoring each lane alone")
     parser.add_argument("--json", action="store_true", help="accepted for symmetry: output is always JSON")
     return parser.parse_args(argv)
 
 
-def variants() -> list[Variant]:
-    found: list[Variant] = [("bm25", "balanced", ["keyword"], None)]
-    found += [(name, name, None, None) for name in PROFILES]
-    other: Fusion = "score" if PROFILES["balanced"].fusion == "rrf" else "rrf"
-    found.append((f"balanced+{other}", "balanced", None, other))
-    return found
+def variants(profiles: Sequence[str], lanes_alone: bool = True) -> list[Variant]:
+    found = [Variant("bm25", DEFAULT_PROFILE, ["keyword"])]
+    if lanes_alone:
+        found += [Variant(f"lane:{lane}", DEFAULT_PROFILE, [lane]) for lane in LANES]
+    return found + [Variant(name, name) for name in profiles]
 
 
 async def append_dataset(log: EventLog, dataset: Dataset) -> dict[tuple[str, int], str]:
@@ -86,31 +102,35 @@ async def append_dataset(log: EventLog, dataset: Dataset) -> dict[tuple[str, int
     return turn_of
 
 
+def ranked_turns(result: QueryResult, turn_of: dict[tuple[str, int], str]) -> tuple[frozenset[str], ...]:
+    """One turn per rank, in the order the hits cite them: a hit citing several turns gets several ranks."""
+    turns = [turn_of.get((c.session, c.seq)) for hit in result.hits for c in hit.citations]
+    return tuple(frozenset([turn]) for turn in dict.fromkeys(t for t in turns if t is not None))
+
+
 async def rank(
     memory: MemoryClient, conversation: Conversation, variant: Variant, turn_of: dict[tuple[str, int], str]
 ) -> list[QuestionRanking]:
-    _label, profile, lanes, fusion = variant
     rankings = []
     for question in conversation.questions:
         query = Query(
-            text=question.text[:4096],
+            text=question.text[:MAX_QUERY_CHARS],
             session=conversation.session,
             limit=LIMIT,
-            profile=profile,
-            lanes=lanes,
-            fusion=fusion,
+            profile=variant.profile,
+            lanes=variant.lanes,
         )
+        started = time.perf_counter()
         result = await memory.query(query)
-        turns = [turn_of.get((c.session, c.seq)) for hit in result.hits for c in hit.citations]
-        # one turn per rank, in the order the hits cite them: a hit citing several turns gets no extra slots
-        ranked = tuple(frozenset([turn]) for turn in dict.fromkeys(t for t in turns if t is not None))
         rankings.append(
             QuestionRanking(
                 question_id=question.question_id,
                 evidence=frozenset(question.evidence_turns),
-                ranked=ranked,
-                category=str(question.category),
+                ranked=ranked_turns(result, turn_of),
+                category=question.category,
                 abstention=question.abstention,
+                hit_kinds=tuple(hit.kind for hit in result.hits),
+                ms=(time.perf_counter() - started) * 1000,
             )
         )
     return rankings
@@ -129,31 +149,58 @@ def by_session(rankings: list[QuestionRanking], dataset: Dataset) -> list[Questi
     ]
 
 
+async def abstention(memory: MemoryClient, dataset: Dataset) -> dict[str, Any]:
+    """Whether the default checkout says `answer_from_memory`, for questions with and without an answer."""
+    answered: list[tuple[bool, bool]] = []  # (the question has no answer in memory, the checkout answered)
+    for conversation in dataset.conversations:
+        for question in conversation.questions:
+            if not question.abstention and not question.evidence_turns:
+                continue
+            request = CheckoutRequest(text=question.text[:MAX_QUERY_CHARS], session=conversation.session)
+            checkout = await memory.checkout(request)
+            answered.append((question.abstention, checkout.answerability.answer_from_memory))
+    return report_dict(abstention_scores(answered))
+
+
 async def score_dataset(
-    memory: MemoryClient, dataset: Dataset, turn_of: dict[tuple[str, int], str]
+    memory: MemoryClient, dataset: Dataset, turn_of: dict[tuple[str, int], str], chosen: list[Variant]
 ) -> dict[str, Any]:
     scores: dict[str, Any] = {}
-    for variant in variants():
-        rankings = [r for c in dataset.conversations for r in await rank(memory, c, variant, turn_of)]
-        entry = {"turns": report_dict(evaluate(rankings))}
-        if dataset.source == "longmemeval":
-            entry["sessions"] = report_dict(evaluate(by_session(rankings, dataset)))
-        scores[variant[0]] = entry
+    with progress_bar() as progress:
+        task = progress.add_task("ask", total=len(chosen) * len(dataset.questions), rate="")
+        for variant in chosen:
+            rankings: list[QuestionRanking] = []
+            for conversation in dataset.conversations:
+                rankings += await rank(memory, conversation, variant, turn_of)
+                progress.advance(task, len(conversation.questions))
+            entry = {"turns": report_dict(evaluate(rankings))}
+            if dataset.source == "longmemeval":
+                entry["sessions"] = report_dict(evaluate(by_session(rankings, dataset)))
+            scores[variant.label] = entry
     return scores
 
 
 def headline(scores: dict[str, Any]) -> dict[str, Any]:
-    def recall5(label: str) -> float:
-        return float(scores[label]["turns"]["overall"]["recall"]["@5"])
+    def overall(label: str, k: str) -> float:
+        return float(scores[label]["turns"]["overall"]["recall"][k])
 
-    return {
-        "fused_balanced_recall@5": recall5("balanced"),
-        "bm25_recall@5": recall5("bm25"),
-        "fused_beats_bm25_on_recall@5": recall5("balanced") > recall5("bm25"),
+    lanes = [label for label in scores if label.startswith("lane:")]
+    best = max(lanes, key=lambda label: overall(label, "@5")) if lanes else "bm25"
+    found: dict[str, Any] = {
+        "default_recall@1": overall(DEFAULT_PROFILE, "@1"),
+        "default_recall@5": overall(DEFAULT_PROFILE, "@5"),
+        "bm25_recall@1": overall("bm25", "@1"),
+        "bm25_recall@5": overall("bm25", "@5"),
+        "best_lane": best,
+        "best_lane_recall@5": overall(best, "@5"),
     }
+    found["default_minus_best_lane_recall@5"] = round(
+        found["default_recall@5"] - found["best_lane_recall@5"], 4
+    )
+    return found
 
 
-async def run_dataset(path: Path, embedder: str | None) -> dict[str, Any]:
+async def run_dataset(path: Path, embedder: str | None, chosen: list[Variant]) -> dict[str, Any]:
     dataset = load_dataset(path)
     with tempfile.TemporaryDirectory(prefix="eventloom-bench-retrieval-") as tmp:
         nats = EmbeddedNats(Path(tmp) / "nats")
@@ -170,7 +217,9 @@ async def run_dataset(path: Path, embedder: str | None) -> dict[str, Any]:
                     await ready.wait()
                     client = await connect(url, name="bench-retrieval")
                     try:
-                        scores = await score_dataset(MemoryClient(client), dataset, turn_of)
+                        memory = MemoryClient(client)
+                        scores = await score_dataset(memory, dataset, turn_of, chosen)
+                        abstained = await abstention(memory, dataset)
                     finally:
                         stop.set()
                         await service
@@ -185,20 +234,28 @@ async def run_dataset(path: Path, embedder: str | None) -> dict[str, Any]:
         "questions": len(dataset.questions),
         "load_issues": dataset.report.counts(),
         "embedder": settings.embedder,
+        "default_profile": DEFAULT_PROFILE,
         **headline(scores),
+        "abstention": abstained,
         "results": scores,
     }
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     paths = args.dataset or list(DEFAULT_DATASETS)
+    profiles = [name.strip() for name in args.profiles.split(",") if name.strip()]
+    unknown = sorted(set(profiles) - set(PROFILES))
+    if unknown or DEFAULT_PROFILE not in profiles:
+        known = ", ".join(PROFILES)
+        raise SystemExit(f"--profiles: expected some of {known}, including {DEFAULT_PROFILE}")
+    chosen = variants(profiles, lanes_alone=not args.no_lanes)
     return {
         "benchmark": "retrieval",
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command": "python bench/retrieval.py " + " ".join(sys.argv[1:]),
         "machine": machine(server_binary_version()),
         "limit": LIMIT,
-        "datasets": [await run_dataset(path, args.embedder) for path in paths],
+        "datasets": [await run_dataset(path, args.embedder, chosen) for path in paths],
     }
 
 

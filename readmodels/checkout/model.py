@@ -11,6 +11,7 @@ from typing import Final, Literal
 
 import msgspec
 
+from readmodels.retrieval.fusion import DEFAULT_PROFILE
 from readmodels.retrieval.model import Citation, check_question, check_range
 
 DEFAULT_TOKEN_BUDGET: Final = 1500
@@ -24,7 +25,7 @@ class CheckoutRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     text: str
     session: str | None = None
     as_of: str | None = None
-    profile: str = "balanced"
+    profile: str = DEFAULT_PROFILE
     limit: int = DEFAULT_CONSIDERED
     """How many retrieval hits to consider (the token budget decides how many make it in)."""
     token_budget: int = DEFAULT_TOKEN_BUDGET

@@ -25,6 +25,8 @@ Lane = Literal["exact", "keyword", "vector", "traversal", "verbatim"]
 LANES: Final[tuple[Lane, ...]] = ("exact", "keyword", "vector", "traversal", "verbatim")
 Fusion = Literal["rrf", "score"]
 RRF_K: Final = 60
+DEFAULT_PROFILE: Final = "balanced"
+"""The profile of a query or checkout that names none."""
 
 
 class LaneHit(msgspec.Struct, frozen=True, kw_only=True):

@@ -11,7 +11,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from readmodels.retrieval.fusion import LANES, PROFILES, Contribution, Fusion, Lane
+from readmodels.retrieval.fusion import DEFAULT_PROFILE, LANES, PROFILES, Contribution, Fusion, Lane
 
 HitKind = Literal["entity", "event", "source"]
 MAX_QUERY_CHARS: Final = 4096
@@ -47,7 +47,7 @@ class Query(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     session: str | None = None
     as_of: str | None = None
     limit: int = DEFAULT_LIMIT
-    profile: str = "balanced"
+    profile: str = DEFAULT_PROFILE
     lanes: list[Lane] | None = None
     fusion: Fusion | None = None
     """Overrides the profile's fusion (`rrf` or `score`)."""
