@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,7 +38,7 @@ import msgspec
 from common import console, machine, progress_bar, server_binary_version
 from dataset_model import Conversation, Dataset
 from datasets import append_requests, load_dataset
-from query_models import build_models
+from query_models import BuiltModels, build_models
 from retrieval_metrics import QuestionRanking, abstention_scores, evaluate, report_dict, to_sessions
 
 from eventloom.bus.connection import connect
@@ -200,7 +201,19 @@ def headline(scores: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-async def run_dataset(path: Path, embedder: str | None, chosen: list[Variant]) -> dict[str, Any]:
+@dataclass
+class DatasetMemory:
+    """A dataset appended to a fresh log, its read models built and open, its turns known by citation."""
+
+    dataset: Dataset
+    settings: Settings
+    url: str
+    models: BuiltModels
+    turn_of: dict[tuple[str, int], str]
+
+
+@contextlib.asynccontextmanager
+async def dataset_memory(path: Path, embedder: str | None) -> AsyncIterator[DatasetMemory]:
     dataset = load_dataset(path)
     with tempfile.TemporaryDirectory(prefix="eventloom-bench-retrieval-") as tmp:
         nats = EmbeddedNats(Path(tmp) / "nats")
@@ -212,20 +225,26 @@ async def run_dataset(path: Path, embedder: str | None, chosen: list[Variant]) -
             async with await EventLog.open(settings) as log:
                 turn_of = await append_dataset(log, dataset)
                 async with build_models(log) as models:
-                    stop, ready = asyncio.Event(), asyncio.Event()
-                    service = asyncio.create_task(serve_memory(models.client, models.memory, stop, ready))
-                    await ready.wait()
-                    client = await connect(url, name="bench-retrieval")
-                    try:
-                        memory = MemoryClient(client)
-                        scores = await score_dataset(memory, dataset, turn_of, chosen)
-                        abstained = await abstention(memory, dataset)
-                    finally:
-                        stop.set()
-                        await service
-                        await client.close()
+                    yield DatasetMemory(dataset, settings, url, models, turn_of)
         finally:
             await nats.stop()
+
+
+async def run_dataset(path: Path, embedder: str | None, chosen: list[Variant]) -> dict[str, Any]:
+    async with dataset_memory(path, embedder) as memory:
+        stop, ready = asyncio.Event(), asyncio.Event()
+        service = asyncio.create_task(serve_memory(memory.models.client, memory.models.memory, stop, ready))
+        await ready.wait()
+        client = await connect(memory.url, name="bench-retrieval")
+        try:
+            asker = MemoryClient(client)
+            scores = await score_dataset(asker, memory.dataset, memory.turn_of, chosen)
+            abstained = await abstention(asker, memory.dataset)
+        finally:
+            stop.set()
+            await service
+            await client.close()
+    dataset = memory.dataset
     console.print(f"[bold]{path.name}[/]: {headline(scores)}")
     return {
         "file": str(path),
@@ -233,7 +252,7 @@ async def run_dataset(path: Path, embedder: str | None, chosen: list[Variant]) -
         "conversations": len(dataset.conversations),
         "questions": len(dataset.questions),
         "load_issues": dataset.report.counts(),
-        "embedder": settings.embedder,
+        "embedder": memory.settings.embedder,
         "default_profile": DEFAULT_PROFILE,
         **headline(scores),
         "abstention": abstained,

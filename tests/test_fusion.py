@@ -50,6 +50,7 @@ def test_zero_weights_drop_a_lane_duplicates_count_once_and_ties_are_stable() ->
 
 def test_profiles_are_named_and_unknown_ones_are_refused() -> None:
     assert set(PROFILES) == {"balanced", "precision", "recall", "temporal"}
-    assert profile("precision").fusion == "score"
+    assert profile("balanced").fusion == "calibrated"
+    assert profile("recall").fusion == "rrf"
     with pytest.raises(ValueError, match="profile: expected one of"):
         profile("fastest")

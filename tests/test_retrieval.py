@@ -5,6 +5,7 @@ Runs on both graph backends (`graph_store` is parametrized: LadybugDB and a real
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
@@ -48,13 +49,19 @@ async def test_an_entity_named_in_the_question_comes_first_with_its_citation(sto
     assert result.warnings == []
 
 
-async def test_every_score_is_the_sum_of_its_lane_contributions(story: StoryModels) -> None:
+async def test_every_score_is_explained_by_its_lane_contributions(story: StoryModels) -> None:
     for profile in ("balanced", "precision", "recall", "temporal"):
         result = await ask(story, "postgres cluster upgrade", profile=profile)
         assert result.hits
         for hit in result.hits:
-            contributions = hit.explanation.lanes.values()
-            assert hit.score == pytest.approx(sum(c.contribution for c in contributions), abs=1e-5)
+            explanation = hit.explanation
+            logit = explanation.base + sum(c.contribution for c in explanation.lanes.values())
+            if explanation.fusion == "calibrated":  # a probability: the logistic of base and contributions
+                assert 0 < hit.score < 1
+                assert hit.score == pytest.approx(1 / (1 + math.exp(-logit)), abs=1e-5)
+            else:
+                assert (explanation.base, hit.score) == (0, pytest.approx(logit, abs=1e-5))
+            contributions = explanation.lanes.values()
             assert all(c.weight > 0 and c.rank >= 0 for c in contributions)
             assert hit.explanation.profile == profile
         assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)

@@ -2,8 +2,10 @@
 
 Each lane (exact name match, keyword, vector, graph traversal, verbatim source recall) returns hits in
 its own order with its own raw scores, which are not comparable across lanes (BM25 is unbounded, cosine
-lies in [-1, 1]). Two fusions are offered:
+lies in [-1, 1]). Three fusions are offered:
 
+- `calibrated` (the default profile's): each candidate's probability of answering, from scale-free
+  features of every lane by a logistic model fitted on development data (`readmodels.retrieval.calibrated`);
 - `rrf`, reciprocal rank fusion: a hit at rank r (0-based) in a lane of weight w adds w / (k + r + 1);
   only ranks matter, so no lane's score scale can dominate (k = 60, as in Cormack et al. 2009);
 - `score`: each lane's raw scores are min-max normalized to [0, 1] within the lane, then weighted and
@@ -11,7 +13,8 @@ lies in [-1, 1]). Two fusions are offered:
 
 A named profile sets the weights and the fusion; which fusion each profile uses was chosen by measurement
 (`bench/retrieval.py`, see docs/benchmarks.md). Every fused hit keeps, per lane, its raw score, rank,
-weight and contribution, and the contributions sum to its score.
+weight and contribution; the contributions sum to its score (`rrf`, `score`), or the logistic of their
+sum and `base` is its score (`calibrated`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import msgspec
 
 Lane = Literal["exact", "keyword", "vector", "traversal", "verbatim"]
 LANES: Final[tuple[Lane, ...]] = ("exact", "keyword", "vector", "traversal", "verbatim")
-Fusion = Literal["rrf", "score"]
+Fusion = Literal["calibrated", "rrf", "score"]
 RRF_K: Final = 60
 DEFAULT_PROFILE: Final = "balanced"
 """The profile of a query or checkout that names none."""
@@ -46,35 +49,32 @@ class FusedHit(msgspec.Struct, frozen=True, kw_only=True):
     key: str
     score: float
     lanes: dict[str, Contribution]
+    base: float = 0.0
+    """What the calibrated fusion adds besides the lanes (bias, kind, recency); 0 for the others."""
 
 
 class Profile(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     fusion: Fusion
     weights: dict[str, float]
+    recency: bool = False
+    """Prefer newer evidence when the question names no time of its own (calibrated fusion only)."""
 
 
+_EVERY_LANE: Final = {"exact": 1.0, "keyword": 1.0, "vector": 1.0, "traversal": 1.0, "verbatim": 1.0}
 PROFILES: Final[dict[str, Profile]] = {
-    "balanced": Profile(
-        name="balanced",
-        fusion="score",
-        weights={"exact": 1.5, "keyword": 1.0, "vector": 1.0, "traversal": 0.7, "verbatim": 0.8},
-    ),
+    "balanced": Profile(name="balanced", fusion="calibrated", weights=_EVERY_LANE),
     "precision": Profile(
         name="precision",
-        fusion="score",
-        weights={"exact": 2.0, "keyword": 1.0, "vector": 0.6, "traversal": 0.3, "verbatim": 0.5},
+        fusion="calibrated",
+        weights={"exact": 2.0, "keyword": 1.0, "vector": 1.0, "traversal": 0.3, "verbatim": 0.5},
     ),
     "recall": Profile(
         name="recall",
         fusion="rrf",
         weights={"exact": 1.0, "keyword": 1.0, "vector": 1.5, "traversal": 1.0, "verbatim": 1.0},
     ),
-    "temporal": Profile(
-        name="temporal",
-        fusion="rrf",
-        weights={"exact": 1.5, "keyword": 1.0, "vector": 0.8, "traversal": 0.5, "verbatim": 1.2},
-    ),
+    "temporal": Profile(name="temporal", fusion="calibrated", weights=_EVERY_LANE, recency=True),
 }
 
 

@@ -77,7 +77,11 @@ class HitBuilder:
                 f"(confidence {link.confidence:.2f}, trust {link.trust:.2f}): not authoritative"
             )
         explanation = Explanation(
-            profile=self.profile.name, fusion=self.profile.fusion, lanes=fused.lanes, notes=notes
+            profile=self.profile.name,
+            fusion=self.profile.fusion,
+            lanes=fused.lanes,
+            notes=notes,
+            base=round(fused.base, 6),
         )
         if version is not None:
             superseded = resolved.superseded if resolved else 0

@@ -81,6 +81,9 @@ class Explanation(msgspec.Struct, frozen=True, kw_only=True):
     fusion: str
     lanes: dict[str, Contribution]
     notes: list[str] = msgspec.field(default_factory=list)
+    base: float = 0.0
+    """Calibrated fusion: the part of the logit that is no lane's (bias, kind, recency); the score is
+    `1 / (1 + exp(-(base + sum of the contributions)))`. Other fusions: 0, the score is the sum."""
 
 
 class InferredLink(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

@@ -36,6 +36,13 @@ class DocumentSearch(Protocol):
     ) -> Sequence[DocHit]: ...
 
 
+class VectorSearch(DocumentSearch, Protocol):
+    """A document search by embedding: the vector read model, which names its vector space."""
+
+    @property
+    def tag(self) -> str: ...
+
+
 class GraphReads(Protocol):
     """Typed reads of the temporal graph (`GraphStore.read`)."""
 

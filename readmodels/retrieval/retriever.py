@@ -1,9 +1,13 @@
 """`Retriever`: a question in, cited hits out, from every lane the read models offer.
 
-1. The exact, keyword, vector and verbatim lanes run concurrently, each with a time limit.
+1. Gather: the exact, keyword, vector and verbatim lanes run concurrently, each with a time limit and a
+   pool of candidates well beyond `limit`.
 2. Entity candidates are resolved to the version holding at the asked time; those with none are left out.
-3. The traversal lane starts from the best entities so far (a first fusion of step 1).
-4. All lanes are fused by the profile; the best `limit` keys become hits with citations.
+   An entity found only by name that has nothing asserted about it (no summary: a turn's speaker, say)
+   is no answer by itself: it seeds the traversal but is not a candidate.
+3. The traversal lane starts from the best entities so far (a first ordering of step 1).
+4. Order: all lanes are fused by the profile (the calibrated fusion by default, with the question's time
+   intent); the best `limit` keys become hits with citations.
 
 A lane that fails or times out is reported and left out: the answer degrades, with a warning, instead of
 failing. Read models are asked for through a callable because a rebuild swaps stores while serving.
@@ -21,7 +25,9 @@ import msgspec
 
 from readmodels.graph.lookup import Span, cited_spans
 from readmodels.graph.model import InvalidGraphWrite, canonical_ts
-from readmodels.retrieval.fusion import LANES, FusedHit, LaneHit, fuse, profile
+from readmodels.retrieval.calibrated import collect, features, fuse_calibrated
+from readmodels.retrieval.calibration import calibration_for
+from readmodels.retrieval.fusion import LANES, FusedHit, LaneHit, Profile, fuse, profile
 from readmodels.retrieval.hits import HitBuilder
 from readmodels.retrieval.lanes import (
     ENTITY_PREFIX,
@@ -33,11 +39,12 @@ from readmodels.retrieval.lanes import (
     LaneOutcome,
 )
 from readmodels.retrieval.model import InferredLink, LaneReport, Query, QueryError, QueryResult
-from readmodels.retrieval.protocol import DocumentSearch, GraphReads, TrustLookup
+from readmodels.retrieval.protocol import DocumentSearch, GraphReads, TrustLookup, VectorSearch
 from readmodels.retrieval.resolve import Resolved, resolve_entities
+from readmodels.retrieval.temporal import LATEST, NONE, time_intent
 from readmodels.retrieval.traversal import MAX_SEEDS, TraversalLane
 
-MIN_POOL: Final = 30
+MIN_POOL: Final = 50
 LANE_TIMEOUT_S: Final = 5.0
 
 
@@ -46,9 +53,24 @@ class ReadModels:
     """The read models a retriever may use; any may be missing (its lanes then report so)."""
 
     keyword: DocumentSearch | None = None
-    vector: DocumentSearch | None = None
+    vector: VectorSearch | None = None
     graph: GraphReads | None = None
     trust: TrustLookup | None = None
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """What the first stage found for a question, ready to be ordered (`Retriever.answer`)."""
+
+    query: Query
+    models: ReadModels
+    lanes: dict[str, list[Candidate]]
+    resolved: dict[str, Resolved]
+    excluded: set[str]
+    links: dict[str, InferredLink]
+    reports: list[LaneReport]
+    warnings: list[str]
+    order: _Order
 
 
 Searcher = Callable[[str, str | None, str | None, int], Awaitable[list[Candidate]]]
@@ -59,8 +81,17 @@ class Retriever:
         self._models = models
         self.lane_timeout_s = lane_timeout_s
 
+    def read_models(self) -> ReadModels:
+        """The read models a question would be answered from now."""
+        return self._models()
+
     async def query(self, query: Query) -> QueryResult:
         started = time.perf_counter()
+        gathered = await self.gather(query)
+        return await self.answer(gathered, query.limit, started)
+
+    async def gather(self, query: Query) -> Gathered:
+        """The first stage: every lane's candidates, resolved at the asked time (nothing ordered yet)."""
         as_of = _canonical_as_of(query.as_of)
         chosen = profile(query.profile)
         if query.fusion is not None:
@@ -68,7 +99,8 @@ class Retriever:
         wanted = [lane for lane in (query.lanes or LANES) if chosen.weights.get(lane, 0) > 0]
         models = self._models()
         pool = max(MIN_POOL, 3 * query.limit)
-        first: list[str] = [lane for lane in wanted if lane != "traversal"]
+        # traversal alone still needs somewhere to start: the entities the question names
+        first: list[str] = [lane for lane in wanted if lane != "traversal"] or ["exact"]
         outcomes: dict[str, LaneOutcome] = dict(
             zip(
                 first,
@@ -83,23 +115,45 @@ class Retriever:
         lanes: dict[str, list[Candidate]] = {
             lane: [c for c in o.candidates if c.key not in excluded] for lane, o in outcomes.items()
         }
+        order = _Order(chosen, models, query.text, lanes, resolved)
         links: dict[str, InferredLink] = {}
         if "traversal" in wanted:
-            seeds = _seeds(fuse(_lane_hits(lanes), chosen), resolved)
+            seeds = _seeds(order.fuse(_lane_hits(lanes)), resolved)
             outcomes["traversal"], links = await self._traverse(models, seeds, query, as_of)
             lanes["traversal"] = outcomes["traversal"].candidates
-        fused = fuse(_lane_hits(lanes), chosen, query.limit)
-        spans = await self._spans(models, fused, resolved, warnings)
-        builder = HitBuilder(chosen, lanes, resolved, links, spans)
-        hits = [hit for hit in map(builder.build, fused) if hit is not None]
+        if "exact" in lanes:
+            lanes["exact"] = [c for c in lanes["exact"] if not _nameless(c, resolved)]
+        for lane in set(lanes) - set(wanted):
+            del lanes[lane]  # a lane that only seeded the traversal
         reports = [_report(lane, outcomes[lane]) for lane in wanted if lane in outcomes]
         warnings[:0] = [f"lane {r.lane} left out: {r.error}" for r in reports if r.error]
-        return QueryResult(
+        return Gathered(
             query=query,
-            hits=hits,
-            lanes=reports,
+            models=models,
+            lanes=lanes,
+            resolved=resolved,
+            excluded=excluded,
+            links=links,
+            reports=reports,
             warnings=warnings,
-            excluded_not_current=len(excluded),
+            order=order,
+        )
+
+    async def answer(
+        self, gathered: Gathered, limit: int | None, started: float | None = None
+    ) -> QueryResult:
+        """The second stage: the gathered candidates ordered by the profile, the best `limit` as hits."""
+        started = time.perf_counter() if started is None else started
+        fused = gathered.order.fuse(_lane_hits(gathered.lanes), limit)
+        warnings = list(gathered.warnings)
+        spans = await self._spans(gathered.models, fused, gathered.resolved, warnings)
+        builder = HitBuilder(gathered.order.chosen, gathered.lanes, gathered.resolved, gathered.links, spans)
+        return QueryResult(
+            query=gathered.query,
+            hits=[hit for hit in map(builder.build, fused) if hit is not None],
+            lanes=gathered.reports,
+            warnings=warnings,
+            excluded_not_current=len(gathered.excluded),
             ms=round((time.perf_counter() - started) * 1000, 3),
         )
 
@@ -195,6 +249,47 @@ def _canonical_as_of(as_of: str | None) -> str | None:
 
 def _lane_hits(lanes: Mapping[str, Sequence[Candidate]]) -> dict[str, list[LaneHit]]:
     return {lane: [LaneHit(key=c.key, score=c.score) for c in found] for lane, found in lanes.items()}
+
+
+class _Order:
+    """The profile's fusion for one question: calibrated (with the question's time intent), rrf or score."""
+
+    def __init__(
+        self,
+        chosen: Profile,
+        models: ReadModels,
+        text: str,
+        lanes: Mapping[str, Sequence[Candidate]],
+        resolved: Mapping[str, Resolved],
+    ) -> None:
+        self.chosen = chosen
+        self.calibration = calibration_for(models.vector.tag if models.vector is not None else None)
+        intent = time_intent(text)
+        self.intent = LATEST if intent == NONE and chosen.recency else intent
+        self.times = {key: r.version.valid_from for key, r in resolved.items()}
+        for found in lanes.values():
+            for c in found:
+                if c.doc is not None:
+                    self.times.setdefault(c.key, c.doc.ts)
+
+    def features(self, lanes: Mapping[str, Sequence[Candidate]]) -> dict[str, dict[str, float]]:
+        """The calibrated fusion's features of every candidate (what `bench/fit_fusion.py` fits on)."""
+        weights = self.chosen.weights
+        hits = {lane: found for lane, found in _lane_hits(lanes).items() if weights.get(lane, 0) > 0}
+        return features(collect(hits, self.times), hits, self.intent)
+
+    def fuse(self, lanes: Mapping[str, Sequence[LaneHit]], limit: int | None = None) -> list[FusedHit]:
+        if self.chosen.fusion != "calibrated":
+            return fuse(lanes, self.chosen, limit)
+        return fuse_calibrated(
+            lanes, self.chosen, self.calibration, times=self.times, intent=self.intent, limit=limit
+        )
+
+
+def _nameless(candidate: Candidate, resolved: Mapping[str, Resolved]) -> bool:
+    """An entity with nothing asserted about it but its name (found by name, it answers nothing)."""
+    found = resolved.get(candidate.key)
+    return found is not None and not (found.version.summary or "").strip()
 
 
 def _seeds(ranked: Sequence[FusedHit], resolved: Mapping[str, Resolved]) -> list[str]:

@@ -1,0 +1,168 @@
+"""Calibrated fusion: every candidate's chance of answering the question, from what every lane saw of it.
+
+Raw lane scores do not compare (BM25 is unbounded and depends on the question's words; a cosine of 0.4 is
+strong in one vector space and noise in another), and min-max normalization within a lane makes its worst
+candidate 0 and its best 1 however good they are. So each candidate is described by scale-free features,
+the same for every question:
+
+- per document lane (`keyword`, `vector`, `verbatim`): its score relative to the lane's best for this
+  question (BM25 / best BM25; cosine - best cosine), and its reciprocal rank. A candidate the lane did not
+  return gets the lane's lowest returned score (it was at most that good) and no rank;
+- `vector_level`: the candidate's cosine itself: how close the question is at all (abstention needs it);
+- `exact`: the entity is named in the question; `traversal`: the hop and trust weight that reached it;
+- `agree`: found by both the keyword and the vector lane;
+- the hit's kind (`entity`, `source`; an event is the reference), and `recency` (0 oldest .. 1 newest
+  candidate) signed by the question's time intent (`readmodels.retrieval.temporal`).
+
+A logistic model turns them into a probability: `p = 1 / (1 + exp(-(bias + sum of coefficient x
+feature)))`. Its coefficients are fitted per vector space on development data by `bench/fit_fusion.py`
+(never on a test set); `readmodels/retrieval/calibration.py` keeps them. The explanation of a hit lists
+each lane's part of the sum (its `contribution`) and the rest (bias, kind, recency) as `base`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import msgspec
+
+from readmodels.retrieval.fusion import Contribution, FusedHit, LaneHit, Profile
+
+FEATURES: Final = (
+    "keyword",
+    "keyword_rr",
+    "vector",
+    "vector_rr",
+    "vector_level",
+    "exact",
+    "traversal",
+    "verbatim",
+    "verbatim_rr",
+    "agree",
+    "entity",
+    "source",
+    "recency",
+)
+LANE_OF_FEATURE: Final = {
+    "keyword": "keyword",
+    "keyword_rr": "keyword",
+    "vector": "vector",
+    "vector_rr": "vector",
+    "vector_level": "vector",
+    "exact": "exact",
+    "traversal": "traversal",
+    "verbatim": "verbatim",
+    "verbatim_rr": "verbatim",
+}
+
+
+class Calibration(msgspec.Struct, frozen=True, kw_only=True):
+    """A fitted logistic model: `bias` and one coefficient per feature (missing ones count 0)."""
+
+    vector_space: str
+    bias: float
+    coefficients: dict[str, float]
+    fitted_on: str = ""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What the second stage knows of one key: each lane's (raw score, rank), and its time if known."""
+
+    key: str
+    lanes: dict[str, tuple[float, int]]
+    ts: str | None
+
+
+def collect(lanes: Mapping[str, Sequence[LaneHit]], times: Mapping[str, str]) -> dict[str, Candidate]:
+    """Every key any lane found, with its best rank in each lane."""
+    found: dict[str, dict[str, tuple[float, int]]] = {}
+    for lane, hits in lanes.items():
+        for rank, hit in enumerate(hits):
+            found.setdefault(hit.key, {}).setdefault(lane, (hit.score, rank))
+    return {key: Candidate(key=key, lanes=seen, ts=times.get(key)) for key, seen in found.items()}
+
+
+def features(
+    candidates: Mapping[str, Candidate], lanes: Mapping[str, Sequence[LaneHit]], intent: int
+) -> dict[str, dict[str, float]]:
+    """The feature values of every candidate (see the module's documentation)."""
+    best = {lane: max((h.score for h in hits), default=0.0) for lane, hits in lanes.items()}
+    floor = {lane: min((h.score for h in hits), default=0.0) for lane, hits in lanes.items()}
+    order = sorted({c.ts for c in candidates.values() if c.ts})
+    position = {ts: (i / (len(order) - 1) if len(order) > 1 else 1.0) for i, ts in enumerate(order)}
+    values: dict[str, dict[str, float]] = {}
+    for key, candidate in candidates.items():
+        f: dict[str, float] = {}
+        for lane in ("keyword", "verbatim"):
+            if lane in lanes:
+                raw, rank = candidate.lanes.get(lane, (0.0, -1))
+                f[lane] = raw / best[lane] if best[lane] > 0 else 0.0
+                f[f"{lane}_rr"] = 1.0 / (rank + 1) if rank >= 0 else 0.0
+        if lanes.get("vector"):
+            raw, rank = candidate.lanes.get("vector", (floor["vector"], -1))
+            f["vector"] = raw - best["vector"]
+            f["vector_rr"] = 1.0 / (rank + 1) if rank >= 0 else 0.0
+            f["vector_level"] = raw
+        if "exact" in candidate.lanes:
+            f["exact"] = 1.0
+        if "traversal" in candidate.lanes:
+            f["traversal"] = candidate.lanes["traversal"][0]
+        f["agree"] = float("keyword" in candidate.lanes and "vector" in candidate.lanes)
+        f["entity"] = float(key.startswith("entity:"))
+        f["source"] = float(key.startswith("source:"))
+        f["recency"] = intent * (position[candidate.ts] - 0.5) * 2 if candidate.ts and intent else 0.0
+        values[key] = f
+    return values
+
+
+def fuse_calibrated(
+    lanes: Mapping[str, Sequence[LaneHit]],
+    chosen: Profile,
+    calibration: Calibration,
+    *,
+    times: Mapping[str, str] | None = None,
+    intent: int = 0,
+    limit: int | None = None,
+) -> list[FusedHit]:
+    """One ranking by the calibrated probability; a single lane keeps its own order (a diagnosis)."""
+    used = {lane: hits for lane, hits in lanes.items() if chosen.weights.get(lane, 0.0) > 0}
+    candidates = collect(used, times or {})
+    values = features(candidates, used, intent)
+    fused: list[FusedHit] = []
+    for key, candidate in candidates.items():
+        parts: dict[str, float] = {}
+        base = calibration.bias
+        for name, value in values[key].items():
+            term = calibration.coefficients.get(name, 0.0) * value
+            lane = LANE_OF_FEATURE.get(name)
+            if lane is None:
+                base += term
+            else:
+                parts[lane] = parts.get(lane, 0.0) + chosen.weights.get(lane, 1.0) * term
+        contributions = {
+            lane: Contribution(
+                raw=raw, rank=rank, weight=chosen.weights[lane], contribution=parts.get(lane, 0.0)
+            )
+            for lane, (raw, rank) in candidate.lanes.items()
+        }
+        # a lane that did not return the candidate still weighed in (with its floor): its part goes to base
+        base += sum(part for lane, part in parts.items() if lane not in contributions)
+        logit = base + sum(c.contribution for c in contributions.values())
+        fused.append(FusedHit(key=key, score=_logistic(logit), lanes=contributions, base=base))
+    if len([hits for hits in used.values() if hits]) == 1:
+        only = next(iter(lane for lane, hits in used.items() if hits))
+        fused.sort(key=lambda hit: (hit.lanes[only].rank, hit.key))
+    else:
+        fused.sort(key=lambda hit: (-hit.score, hit.key))
+    return fused if limit is None else fused[:limit]
+
+
+def _logistic(logit: float) -> float:
+    if logit >= 0:
+        return 1.0 / (1.0 + math.exp(-logit))
+    exp = math.exp(logit)
+    return exp / (1.0 + exp)
