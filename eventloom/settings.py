@@ -47,8 +47,8 @@ class Settings:
     neo4j_user: str = "neo4j"
     neo4j_password: str = field(default="", repr=False)
     neo4j_database: str = "neo4j"
-    vector_dimensions: int = 384  # embedding width: the vector read model and Neo4j's vector index
-    embedder: str = "hash"  # the vector read model's embedder (an `eventloom.embedders` entry point)
+    vector_dimensions: int | None = None  # embedding width (vector model, Neo4j's index); None: embedder's
+    embedder: str = "wordllama"  # the vector read model's embedder (an `eventloom.embedders` entry point)
     tokens_path: Path | None = None  # the HTTP gateway's bearer tokens (default <data>/tokens.json)
     audit_session: str = "eventloom-audit"  # where the gateway appends its `tool.call.completed` audit
     gateway_rate: float = 50.0  # HTTP gateway: calls per second per token, bursts of twice that
@@ -87,8 +87,8 @@ class Settings:
             neo4j_user=os.environ.get("NEO4J_USER") or "neo4j",
             neo4j_password=os.environ.get("NEO4J_PASSWORD", ""),
             neo4j_database=os.environ.get("NEO4J_DATABASE") or "neo4j",
-            vector_dimensions=_env_int("EVENTLOOM_VECTOR_DIMENSIONS", 384),
-            embedder=os.environ.get("EVENTLOOM_EMBEDDER") or "hash",
+            vector_dimensions=_env_int("EVENTLOOM_VECTOR_DIMENSIONS", 0) or None,
+            embedder=os.environ.get("EVENTLOOM_EMBEDDER") or "wordllama",
             tokens_path=Path(tokens).absolute()
             if (tokens := os.environ.get("EVENTLOOM_TOKENS_FILE"))
             else None,
@@ -110,7 +110,7 @@ class Settings:
             "NEO4J_USER": self.neo4j_user,
             "NEO4J_PASSWORD": self.neo4j_password,
             "NEO4J_DATABASE": self.neo4j_database,
-            "EVENTLOOM_VECTOR_DIMENSIONS": str(self.vector_dimensions),
+            "EVENTLOOM_VECTOR_DIMENSIONS": str(self.vector_dimensions or ""),
             "EVENTLOOM_EMBEDDER": self.embedder,
             "EVENTLOOM_TOKENS_FILE": str(self.tokens_file),
             "EVENTLOOM_AUDIT_SESSION": self.audit_session,

@@ -16,6 +16,7 @@ from readmodels.graph import ladybug_schema, neo4j_schema
 from readmodels.graph.backends import neo4j_store
 from readmodels.graph.ladybug import LadybugGraphStore
 from readmodels.graph.protocol import GraphStoreError, PlannedMigration
+from readmodels.vector.embedders import vector_width
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON")]
 
@@ -48,7 +49,7 @@ def register(app: typer.Typer) -> None:
 
 def plan_for(settings: Settings, backend: Backend) -> list[PlannedMigration]:
     if backend is Backend.neo4j:
-        return neo4j_schema.schema_plan(settings.vector_dimensions)
+        return neo4j_schema.schema_plan(vector_width(settings))
     return ladybug_schema.schema_plan()
 
 

@@ -1,7 +1,8 @@
 """The `vector` entry point: embeddings in SQLite under `<data>/readmodels/vector`, rebuildable, or, with
 `EVENTLOOM_GRAPH_BACKEND=neo4j`, in a vector index of the graph's Neo4j (rebuilt in place).
 
-The embedder is `EVENTLOOM_EMBEDDER` (default `hash`) at `EVENTLOOM_VECTOR_DIMENSIONS` (default 384).
+The embedder is `EVENTLOOM_EMBEDDER` (default `wordllama`) at `EVENTLOOM_VECTOR_DIMENSIONS` (default: its
+own width).
 Changing either makes a new vector space: `eventloom rebuild vector` re-embeds everything into it.
 """
 
@@ -14,7 +15,7 @@ from projectors.generational import GenerationalProjector
 from projectors.plugins import PluginContext
 from readmodels.documents import EventDocs
 from readmodels.graph.backends import neo4j_vector_store
-from readmodels.vector.embedders import load_embedder
+from readmodels.vector.embedders import configured_embedder
 from readmodels.vector.neo4j_store import Neo4jVectorStore
 from readmodels.vector.sqlite_store import SqliteVectorStore
 
@@ -25,7 +26,7 @@ def vector_projector(
     context: PluginContext,
 ) -> GenerationalProjector[SqliteVectorStore, EventDocs] | InPlaceDocProjector[Neo4jVectorStore]:
     settings = context.settings
-    embedder = load_embedder(settings.embedder, settings.vector_dimensions)
+    embedder = configured_embedder(settings)
     if settings.graph_backend == "neo4j":
         if context.generation is not None:
             raise EventloomError("on Neo4j the vector model has no generations: it is rebuilt in place")

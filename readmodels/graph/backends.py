@@ -9,7 +9,7 @@ from __future__ import annotations
 from eventloom.settings import Settings
 from readmodels.graph.neo4j import Neo4jGraphStore
 from readmodels.keyword.neo4j_fulltext import Neo4jKeywordStore
-from readmodels.vector.embedders import Embedder
+from readmodels.vector.embedders import Embedder, vector_width
 from readmodels.vector.neo4j_store import Neo4jVectorStore
 
 
@@ -26,7 +26,7 @@ def neo4j_store(settings: Settings) -> Neo4jGraphStore:
         user=settings.neo4j_user,
         password=settings.neo4j_password,
         database=settings.neo4j_database,
-        vector_dimensions=settings.vector_dimensions,
+        vector_dimensions=vector_width(settings),
     )
 
 
@@ -37,7 +37,7 @@ def neo4j_keyword_store(settings: Settings) -> Neo4jKeywordStore:
         user=settings.neo4j_user,
         password=settings.neo4j_password,
         database=settings.neo4j_database,
-        vector_dimensions=settings.vector_dimensions,
+        vector_dimensions=vector_width(settings),
     )
 
 
@@ -49,5 +49,5 @@ def neo4j_vector_store(settings: Settings, embedder: Embedder) -> Neo4jVectorSto
         user=settings.neo4j_user,
         password=settings.neo4j_password,
         database=settings.neo4j_database,
-        vector_dimensions=settings.vector_dimensions,
+        vector_dimensions=vector_width(settings),
     )

@@ -1,8 +1,10 @@
 """Embedders: text to unit vectors, each vector tagged with the embedder, its version and its width.
 
-Vectors of different tags are never compared: a tag names a vector space. Built in: `hash`, deterministic
-and dependency-free (below). Others are plug-ins: an entry point in the group `eventloom.embedders` whose
-object, called with `dimensions` (or `None` for the embedder's own width), returns an `Embedder`.
+Vectors of different tags are never compared: a tag names a vector space. Built in: `wordllama`, the
+default (static token embeddings, `readmodels.vector.static`), and `hash`, deterministic and
+dependency-free (below), for tests. Others are plug-ins: an entry point in the group
+`eventloom.embedders` whose object, called with `dimensions` (or `None` for the embedder's own width),
+returns an `Embedder`.
 
 The `hash` embedder (version 1) is feature hashing over words and word pairs:
 
@@ -13,7 +15,8 @@ The `hash` embedder (version 1) is feature hashing over words and word pairs:
 4. Divide by the Euclidean norm (a text without words stays the zero vector).
 
 Texts sharing words (and word order) point the same way, so cosine similarity is a lexical-overlap
-score that needs no model; it is the baseline, and the only embedder guaranteed on every machine.
+score that needs no model: no semantics at all, which is what tests that want exact, explainable
+similarities need; memory that should find paraphrases uses a real model.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
+
+from eventloom.settings import Settings
 
 EMBEDDERS_GROUP: Final = "eventloom.embedders"
 DEFAULT_DIMENSIONS: Final = 384
@@ -86,6 +91,16 @@ class HashEmbedder:
 
 def available_embedders() -> list[str]:
     return sorted(entry.name for entry in entry_points(group=EMBEDDERS_GROUP))
+
+
+def configured_embedder(settings: Settings) -> Embedder:
+    """The embedder the settings name, at their width (`None`: the embedder's own)."""
+    return load_embedder(settings.embedder, settings.vector_dimensions)
+
+
+def vector_width(settings: Settings) -> int:
+    """The width of the configured vector space (what Neo4j's vector indexes are created with)."""
+    return configured_embedder(settings).dimensions
 
 
 def load_embedder(name: str, dimensions: int | None = None) -> Embedder:
