@@ -41,6 +41,8 @@ FIXED: Final = ("exact", "traversal", "verbatim", "verbatim_rr", "entity", "sour
 """Features conversational data has no examples of: they keep `GENERIC`'s values."""
 FITTED: Final = tuple(name for name in FEATURES if name not in FIXED)
 L2: Final = 1.0
+ASCENT_PASSES: Final = 4
+ASCENT_STEPS: Final = (-1.0, -0.5, -0.25, 0.25, 0.5, 1.0)
 Matrix = npt.NDArray[np.float64]
 
 
@@ -102,8 +104,27 @@ def design(questions: Sequence[Question]) -> tuple[Matrix, Matrix]:
 
 
 def fit(questions: Sequence[Question]) -> tuple[float, dict[str, float]]:
-    """(bias, coefficients) of an L2-regularized logistic regression, by Newton's method."""
-    x, y = design([q for q in questions if not q.abstention])
+    """(bias, coefficients): a logistic regression, then coordinate ascent on the ranking itself.
+
+    1. A logistic regression (L2, Newton's method) over every candidate: a sound starting point, but it
+       scores candidates one by one, while what matters is the order within each question.
+    2. Coordinate ascent (Metzler and Croft, 2007) moves one coefficient at a time, by steps of a grid,
+       to maximize the mean over datasets (each counts the same, whatever its size) of Recall@5 plus a
+       quarter of Recall@1.
+    3. The ordering's scale and bias are refitted by a one-variable logistic regression, so the score
+       is again a calibrated probability (what abstention reads).
+    """
+    scored = [q for q in questions if not q.abstention and q.features]
+    bias, weights = _logistic(*design(scored))
+    weights = _ascend(scored, weights)
+    x, y = design(scored)
+    bias, scale = _logistic((x @ weights)[:, None], y)
+    fitted = weights * float(scale[0])
+    return float(bias), {name: round(float(v), 4) for name, v in zip(FITTED, fitted, strict=True)}
+
+
+def _logistic(x: Matrix, y: Matrix) -> tuple[float, Matrix]:
+    """(bias, weights) of an L2-regularized logistic regression, by Newton's method."""
     x = np.hstack([np.ones((len(x), 1)), x])
     w = np.zeros(x.shape[1])
     penalty = np.eye(x.shape[1]) * L2
@@ -116,7 +137,42 @@ def fit(questions: Sequence[Question]) -> tuple[float, dict[str, float]]:
         w -= step
         if np.abs(step).max() < 1e-8:
             break
-    return float(w[0]), {name: round(float(v), 4) for name, v in zip(FITTED, w[1:], strict=True)}
+    return float(w[0]), w[1:]
+
+
+def _ascend(questions: Sequence[Question], start: Matrix) -> Matrix:
+    matrices = [np.asarray([[f.get(name, 0.0) for name in FITTED] for f in q.features]) for q in questions]
+    datasets = sorted({q.dataset for q in questions})
+
+    def objective(w: Matrix) -> float:
+        per: dict[str, list[tuple[float, float]]] = {name: [] for name in datasets}
+        for q, m in zip(questions, matrices, strict=True):
+            order = np.argsort(-(m @ w), kind="stable")[:LIMIT]
+            ranked = _turns_in_order(q, [int(i) for i in order])
+            per[q.dataset].append((recall_at_k(ranked, q.evidence, 5), recall_at_k(ranked, q.evidence, 1)))
+        means = [float(np.mean([r5 + 0.25 * r1 for r5, r1 in scores])) for scores in per.values()]
+        return sum(means) / len(means)
+
+    w, best = start.copy(), objective(start)
+    for _ in range(ASCENT_PASSES):
+        improved = False
+        for j in range(len(w)):
+            for factor in ASCENT_STEPS:
+                trial = w.copy()
+                trial[j] += factor * max(abs(w[j]), 0.5)
+                value = objective(trial)
+                if value > best + 1e-9:
+                    w, best, improved = trial, value, True
+        if not improved:
+            break
+    return w
+
+
+def _turns_in_order(question: Question, order: Sequence[int]) -> tuple[frozenset[str], ...]:
+    seen: dict[str, None] = {}
+    for index in order:
+        seen.update(dict.fromkeys(sorted(question.turns[index])))
+    return tuple(frozenset([turn]) for turn in seen)
 
 
 def calibration(vector_space: str, bias: float, fitted: dict[str, float], data: str) -> Calibration:
@@ -135,12 +191,8 @@ def probabilities(question: Question, model: Calibration) -> list[float]:
 
 
 def ordered_turns(question: Question, model: Calibration) -> tuple[frozenset[str], ...]:
-    chances = probabilities(question, model)
-    scored = sorted(zip(chances, range(len(question.turns)), strict=True), reverse=True)
-    seen: dict[str, None] = {}
-    for _, index in scored[:LIMIT]:
-        seen.update(dict.fromkeys(sorted(question.turns[index])))
-    return tuple(frozenset([turn]) for turn in seen)
+    chances = np.asarray(probabilities(question, model))
+    return _turns_in_order(question, [int(i) for i in np.argsort(-chances, kind="stable")[:LIMIT]])
 
 
 def recall5(questions: Sequence[Question], model: Calibration | None) -> float:

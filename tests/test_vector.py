@@ -15,9 +15,10 @@ from projectors.documents import memory_docs
 from projectors.generational import GenerationalProjector
 from projectors.plugins import load_projector
 from projectors.rebuild import rebuild
-from readmodels.vector.embedders import HashEmbedder
+from readmodels.vector.embedders import HashEmbedder, VectorSpaceError, tag
 from readmodels.vector.protocol import VectorStore, embedded_text
 from readmodels.vector.sqlite_store import SqliteVectorStore
+from readmodels.vector.static import WordLlamaEmbedder
 from tests.runtime_support import drained, running
 from tests.test_graph_support import ts
 from tests.test_keyword import story
@@ -58,9 +59,10 @@ async def test_exactly_once_survives_reopening_and_other_spaces_are_never_compar
     async with SqliteVectorStore(path, HashEmbedder()) as reopened:  # loaded back from SQLite
         assert await reopened.search("tokens refresh early", limit=20) == before
         assert reopened.foreign_vectors == 0
-    async with SqliteVectorStore(path, HashEmbedder(64)) as other_space:
-        assert other_space.foreign_vectors == sum(len(b.docs) for b in batch)
-        assert await other_space.search("tokens refresh early") == []  # 384-wide vectors are not its own
+    other_space = SqliteVectorStore(path, HashEmbedder(64))
+    with pytest.raises(VectorSpaceError, match=r"hash@1/384.*hash@1/64.*eventloom rebuild vector"):
+        await other_space.open()  # a store never holds, nor compares, vectors of two embedders
+    await other_space.close()
 
 
 async def test_the_vector_projector_runs_and_rebuilds_with_another_width(
@@ -74,12 +76,14 @@ async def test_the_vector_projector_runs_and_rebuilds_with_another_width(
     async with running(log, projector) as runner:
         await drained(log, runner.consumer)
         live = await projector.store.search("refresh at midnight", limit=100)
-        assert live and all(hit.tag == "hash@1/384" for hit in live)
-    wider = dataclasses.replace(settings, vector_dimensions=512)
-    async with await EventLog.open(wider) as rebuild_log:
+        default = WordLlamaEmbedder()  # the default embedder, at its own width
+        assert live and all(hit.tag == tag(default) and tag(default).endswith("/256") for hit in live)
+    narrower = dataclasses.replace(settings, vector_dimensions=128)
+    async with await EventLog.open(narrower) as rebuild_log:
         report = await rebuild(rebuild_log, "vector")
     generation = settings.data_dir / "readmodels" / "vector" / f"gen-{report.generation}"
-    async with SqliteVectorStore(generation / "vector.sqlite", HashEmbedder(512)) as rebuilt:
+    async with SqliteVectorStore(generation / "vector.sqlite", WordLlamaEmbedder(128)) as rebuilt:
         hits = await rebuilt.search("refresh at midnight", limit=100)
-        assert hits and all(h.tag == "hash@1/512" for h in hits) and rebuilt.foreign_vectors == 0
+        assert hits and all(h.tag == tag(WordLlamaEmbedder(128)) for h in hits)
+        assert rebuilt.foreign_vectors == 0
         assert {h.doc for h in hits} == {h.doc for h in live}  # every document, re-embedded

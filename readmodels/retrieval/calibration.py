@@ -32,7 +32,28 @@ GENERIC: Final = Calibration(
     },
     fitted_on="hand-set starting point",
 )
-CALIBRATIONS: Final[dict[str, Calibration]] = {}
+CALIBRATIONS: Final[dict[str, Calibration]] = {
+    "wordllama@0.4.0.post1-l2_supercat-mean/256": Calibration(
+        vector_space="wordllama@0.4.0.post1-l2_supercat-mean/256",
+        bias=-3.3207,
+        coefficients={
+            "exact": 3.0,
+            "traversal": 1.0,
+            "verbatim": 1.0,
+            "verbatim_rr": 0.5,
+            "entity": 0.0,
+            "source": 0.0,
+            "keyword": 0.2227,
+            "keyword_rr": 2.0242,
+            "vector": 3.1719,
+            "vector_rr": 0.2375,
+            "vector_level": -1.5444,
+            "agree": 1.3422,
+            "recency": 0.3604,
+        },
+        fitted_on="beam500k-dev.json, locomo_mini.json, longmemeval_mini.json (2026-11-24)",
+    ),
+}
 
 
 def calibration_for(vector_space: str | None) -> Calibration:

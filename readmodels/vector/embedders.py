@@ -44,6 +44,19 @@ class EmbedderError(Exception):
     """An embedder could not be found or made."""
 
 
+class VectorSpaceError(EmbedderError):
+    """A vector store holds vectors of another embedder than the configured one: they cannot be compared."""
+
+    def __init__(self, store: str, found: list[str], configured: str) -> None:
+        super().__init__(
+            f"{store} holds vectors of {', '.join(found)}, not of the configured embedder {configured}: "
+            "a store never compares two vector spaces; run `eventloom rebuild vector` to re-embed "
+            "everything with the configured embedder (or configure the embedder that built it)"
+        )
+        self.found = found
+        self.configured = configured
+
+
 @runtime_checkable
 class Embedder(Protocol):
     name: str

@@ -3,9 +3,10 @@
 SQLite holds every vector with its document and its embedder's tag, in the same transaction as the
 checkpoints, so a crash loses nothing acknowledged. Search runs in memory over the vectors of this store's
 tag (loaded at `open`, extended after each commit) through a `VectorIndex`: HNSW candidates re-ranked
-exactly, or an exact scan when the filters (session, time, kind) leave few documents. Vectors of another
-tag are never compared; they are counted in `foreign_vectors`, and `eventloom rebuild vector` re-embeds
-everything with the configured embedder.
+exactly, or an exact scan when the filters (session, time, kind) leave few documents. A store holds the
+vectors of one embedder only: opening it with another (`EVENTLOOM_EMBEDDER` changed, say) raises
+`VectorSpaceError`, which names both and says to run `eventloom rebuild vector` (a new generation,
+re-embedded with the configured embedder); nothing is written into, or compared across, two spaces.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 from eventloom.event import citation
 from readmodels.documents import DocKind, EventDocs, MemoryDoc
 from readmodels.sqlite_db import CHECKPOINTS_TABLE, SqliteDb, read_checkpoints, save_checkpoints, unapplied
-from readmodels.vector.embedders import Embedder, Vectors, tag
+from readmodels.vector.embedders import Embedder, Vectors, VectorSpaceError, tag
 from readmodels.vector.index import Mask, VectorIndex
 from readmodels.vector.protocol import VectorHit, embedded_text
 
@@ -76,6 +77,9 @@ class SqliteVectorStore:
 
     async def open(self) -> None:
         await self._db.open()
+        others = await self._db.read(self._other_tags)
+        if others:
+            raise VectorSpaceError(str(self.path), others, self.tag)
         docs, matrix, foreign = await self._db.read(self._load)
         self._docs, self.foreign_vectors = [], foreign
         self._index = VectorIndex(self.embedder.dimensions)
@@ -87,6 +91,10 @@ class SqliteVectorStore:
         self._index.add(vectors)
         self._filters.add(docs)
         self._docs.extend(docs)
+
+    def _other_tags(self, db: sqlite3.Connection) -> list[str]:
+        rows = db.execute("SELECT DISTINCT tag FROM vectors WHERE tag <> ? ORDER BY tag", (self.tag,))
+        return [str(row[0]) for row in rows.fetchall()]
 
     def _load(self, db: sqlite3.Connection) -> tuple[list[MemoryDoc], Vectors, int]:
         rows = db.execute("SELECT doc, vector FROM vectors WHERE tag = ? ORDER BY id", (self.tag,)).fetchall()
