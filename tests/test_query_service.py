@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from typing import Final
 
 import pytest
 
@@ -106,6 +108,34 @@ async def test_the_client_gets_current_cited_facts_and_the_past_as_of(node: Node
     assert not [h for h in gone.hits if h.entity == "ldap-bridge"]
     was = await memory.query(Query(text="ldap-bridge", session="q1", as_of=events[2].ts))
     assert [h.summary for h in was.hits if h.entity == "ldap-bridge"] == ["LDAP sync"]
+
+
+PARAPHRASED: Final = (
+    "The physician prescribed antibiotics for the infection.",
+    "Our quarterly revenue grew by twelve percent.",
+    "I adopted a puppy from the animal shelter last weekend.",
+    "The deployment pipeline failed because the disk was full.",
+)
+
+
+async def test_the_default_embedder_finds_a_paraphrase_with_no_word_in_common(
+    node: Node, log: EventLog, settings: Settings
+) -> None:
+    assert settings.embedder == "wordllama"  # the default install's embedder, nothing configured
+    turns = [
+        await log.append("para", "transcript.turn", "user", {"role": "user", "text": text})
+        for text in PARAPHRASED
+    ]
+    await projected(log)
+    question = "Which doctor gave medicine to cure my bacterial illness?"
+    words = {word for text in PARAPHRASED for word in re.findall(r"\w+", text.lower())}
+    assert not words & set(re.findall(r"\w+", question.lower()))  # BM25 has nothing to go on
+    result = await MemoryClient(log.client).query(Query(text=question, session="para", limit=3))
+    top = result.hits[0]
+    assert (top.kind, top.citations[0].uri) == ("event", turns[0].citation)
+    assert set(top.explanation.lanes) == {"vector"}
+    others = [hit.explanation.lanes["vector"].raw for hit in result.hits[1:]]
+    assert all(raw < top.explanation.lanes["vector"].raw - 0.2 for raw in others)
 
 
 async def test_checkout_over_the_service_is_cited_and_within_budget(node: Node, log: EventLog) -> None:
