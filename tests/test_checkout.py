@@ -7,12 +7,13 @@ import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eventloom.log import EventLog
-from readmodels.checkout.assemble import assemble_context, checkout_from
+from readmodels.checkout.assemble import ANSWER_PROBABILITY, assemble_context, checkout_from
 from readmodels.checkout.budget import estimate_tokens
 from readmodels.checkout.model import CheckoutRequest
 from readmodels.checkout.session import after_turn, handoff_bundle
@@ -142,6 +143,20 @@ def test_nothing_found_means_ask_the_user() -> None:
 def test_weak_single_lane_matches_are_leads_not_answers() -> None:
     checkout = checkout_from(result_of(hit("x", "maybe", lanes=("vector",))), CheckoutRequest(text="x"))
     assert not checkout.answerability.answer_from_memory and not checkout.answerability.ask_user
+
+
+def test_a_calibrated_hit_grounds_an_answer_only_when_more_likely_than_not() -> None:
+    def calibrated(chance: float) -> Hit:
+        found = hit("turn", "we moved the launch to May", kind="event")
+        explanation = msgspec.structs.replace(found.explanation, fusion="calibrated")
+        return msgspec.structs.replace(found, score=chance, explanation=explanation)
+
+    request = CheckoutRequest(text="when is the launch?")
+    for chance, answers in ((0.2, False), (ANSWER_PROBABILITY, True), (0.9, True)):
+        answerability = checkout_from(result_of(calibrated(chance)), request).answerability
+        assert (answerability.answer_from_memory, answerability.ask_user) == (answers, False)
+    weak = checkout_from(result_of(calibrated(0.2)), request)
+    assert any("confirm with the user" in line for line in weak.guidance)
 
 
 def test_a_failed_lane_recommends_a_refresh_with_the_reason() -> None:

@@ -5,7 +5,9 @@ inferred context (entities reached only through an inferred or causal edge, and 
 facts). Answerability is decided from what made it into the prompt:
 
 - `ask_user` when no fact or snippet did;
-- `answer_from_memory` when at least one of them was found by the exact lane or by two lanes or more;
+- `answer_from_memory` when at least one of them is grounded: found by the exact lane (a fact named in
+  the question), or, ordered by the calibrated fusion, more likely than not to answer the question
+  (`ANSWER_PROBABILITY`), or, ordered by another fusion, found by two lanes or more;
 - `refresh_recommended` when a lane failed, when only inferred context was found, or when the newest
   evidence of a "now" question is older than `STALE_AFTER_DAYS`.
 """
@@ -32,6 +34,8 @@ from readmodels.retrieval.model import Citation, Hit, InferredLink, Query, Query
 from readmodels.retrieval.protocol import Memory
 
 STALE_AFTER_DAYS: Final = 30
+ANSWER_PROBABILITY: Final = 0.5
+"""A calibrated hit at or above this chance of answering grounds an answer; below, it is a lead."""
 MAX_ITEM_TOKENS: Final = 160
 MAX_QUESTION_TOKENS: Final = 80
 
@@ -211,7 +215,7 @@ def _answerability(
     result: QueryResult, request: CheckoutRequest, placed: list[Hit], inferred: list[InferredContext]
 ) -> Answerability:
     reasons: list[str] = []
-    grounded = [hit for hit in placed if "exact" in hit.explanation.lanes or len(hit.explanation.lanes) >= 2]
+    grounded = [hit for hit in placed if _grounded(hit)]
     refresh = False
     if not placed:
         reasons.append(
@@ -219,9 +223,9 @@ def _answerability(
         )
         refresh = bool(inferred)
     elif grounded:
-        reasons.append(f"{len(grounded)} item(s) found by the exact lane or by two lanes or more")
+        reasons.append(f"{len(grounded)} item(s) named in the question or likely to answer it")
     else:
-        reasons.append("only weak matches (one lane each): treat them as leads, not answers")
+        reasons.append("only weak matches: treat them as leads, not answers")
     if result.warnings:
         refresh = True
         reasons.append("some lanes failed: " + "; ".join(result.warnings))
@@ -232,6 +236,15 @@ def _answerability(
     return Answerability(
         answer_from_memory=bool(grounded), refresh_recommended=refresh, ask_user=not placed, reasons=reasons
     )
+
+
+def _grounded(hit: Hit) -> bool:
+    explanation = hit.explanation
+    if "exact" in explanation.lanes:
+        return True
+    if explanation.fusion == "calibrated":
+        return hit.score >= ANSWER_PROBABILITY
+    return len(explanation.lanes) >= 2
 
 
 def _older_than(ts: str, days: int) -> bool:
