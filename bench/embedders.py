@@ -1,0 +1,106 @@
+"""Embedder speed on this machine: sentences/s at batch 64, long texts/s, load time; prints one JSON object.
+
+Texts are the questions and turns of a LoCoMo- or LongMemEval-format file (default: the LoCoMo fixture in
+`tests/fixtures/retrieval/`), so what is timed is what memory embeds. For each embedder installed here
+(`eventloom.embedders` entry points; `--embedders` to choose):
+
+- `load_s`: the first `embed` of the process (the model is read then);
+- `sentences_per_s`: questions embedded in batches of 64 (after one warm-up batch), for at least 3 s;
+- `turns_per_s`: the dataset's turns, whole, in batches of 64;
+- `query_ms`: one question alone (what a query pays), p50 and p95.
+
+Retrieval quality per embedder is `lane:vector` in `bench/retrieval.py --embedder NAME`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from common import console, machine, percentiles, server_binary_version
+from datasets import load_dataset
+
+from readmodels.vector.embedders import EmbedderError, available_embedders, load_embedder, tag
+
+FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "retrieval" / "locomo_mini.json"
+BATCH = 64
+MIN_SECONDS = 3.0
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", type=Path, default=FIXTURE, help="where the texts come from")
+    parser.add_argument("--embedders", default=None, help="comma-separated (default: every installed one)")
+    parser.add_argument("--turns", type=int, default=1000, help="turns to embed for turns_per_s")
+    parser.add_argument("--json", action="store_true", help="accepted for symmetry: output is always JSON")
+    return parser.parse_args(argv)
+
+
+def rate(embed: Any, texts: Sequence[str], min_seconds: float) -> float:
+    """Texts per second over whole passes in batches of `BATCH`, for at least `min_seconds`."""
+    embed(list(texts[:BATCH]))  # warm-up
+    done, started = 0, time.perf_counter()
+    while True:
+        for start in range(0, len(texts), BATCH):
+            embed(list(texts[start : start + BATCH]))
+            done += len(texts[start : start + BATCH])
+        elapsed = time.perf_counter() - started
+        if elapsed >= min_seconds:
+            return round(done / elapsed, 1)
+
+
+def measure(name: str, questions: Sequence[str], turns: Sequence[str]) -> dict[str, Any]:
+    try:
+        embedder = load_embedder(name)
+        started = time.perf_counter()
+        embedder.embed(questions[:1])
+    except EmbedderError as error:
+        return {"available": False, "error": str(error)}
+    load_s = round(time.perf_counter() - started, 3)
+    single = []
+    for question in questions[:200]:
+        began = time.perf_counter()
+        embedder.embed([question])
+        single.append((time.perf_counter() - began) * 1000)
+    return {
+        "available": True,
+        "tag": tag(embedder),
+        "load_s": load_s,
+        "sentences_per_s": rate(embedder.embed, questions, MIN_SECONDS),
+        "turns_per_s": rate(embedder.embed, turns, 0.0),
+        "query_ms": percentiles(single),
+    }
+
+
+def main(args: argparse.Namespace) -> dict[str, Any]:
+    dataset = load_dataset(args.dataset)
+    questions = [q.text for q in dataset.questions]
+    while len(questions) < 2 * BATCH:
+        questions += questions
+    turns = [t.text for c in dataset.conversations for t in c.turns][: args.turns]
+    names = args.embedders.split(",") if args.embedders else available_embedders()
+    results: dict[str, Any] = {}
+    for name in names:
+        console.print(f"embedding with {name} ...")
+        results[name] = measure(name.strip(), questions, turns)
+    return {
+        "benchmark": "embedders",
+        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": "python bench/embedders.py " + " ".join(sys.argv[1:]),
+        "machine": machine(server_binary_version()),
+        "dataset": str(args.dataset),
+        "batch": BATCH,
+        "questions": len(set(questions)),
+        "turns": len(turns),
+        "embedders": results,
+    }
+
+
+if __name__ == "__main__":
+    print(msgspec.json.encode(main(parse_args())).decode())
