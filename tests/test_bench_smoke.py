@@ -39,18 +39,30 @@ def test_query_benchmark_reports_latencies_and_baselines() -> None:
 
 
 @pytest.mark.slow
-def test_retrieval_benchmark_scores_fusion_next_to_bm25_on_both_fixtures() -> None:
+def test_retrieval_benchmark_scores_every_lane_and_profile_next_to_bm25_on_both_fixtures() -> None:
     report = run_bench("retrieval.py")
     datasets = report["datasets"]
     assert isinstance(datasets, list) and [d["format"] for d in datasets] == ["locomo", "longmemeval"]
+    lanes = {f"lane:{lane}" for lane in ("exact", "keyword", "vector", "traversal", "verbatim")}
     for dataset in datasets:
         results = dataset["results"]
-        assert {"bm25", "balanced", "precision", "recall", "temporal"} <= set(results)
+        assert {"bm25", "balanced", "precision", "recall", "temporal"} | lanes <= set(results)
+        assert dataset["default_profile"] == "balanced" and dataset["embedder"] == "wordllama"
         for scores in results.values():
-            overall = scores["turns"]["overall"]
+            turns = scores["turns"]
+            overall = turns["overall"]
             assert 0 <= overall["recall"]["@1"] <= overall["recall"]["@5"] <= overall["recall"]["@10"] <= 1
-            assert 0 <= overall["mrr"] <= 1
-        assert dataset["fused_balanced_recall@5"] == results["balanced"]["turns"]["overall"]["recall"]["@5"]
+            assert 0 <= overall["mrr"] <= 1 and 0 <= overall["ndcg10"] <= 1
+            assert set(turns["top5_kind_share"]) == {"entity", "event", "source"}
+            assert 0 < turns["latency_ms"]["p50"] <= turns["latency_ms"]["p95"]
+        assert results["lane:keyword"]["turns"]["overall"] == results["bm25"]["turns"]["overall"]
+        assert dataset["default_recall@5"] == results["balanced"]["turns"]["overall"]["recall"]["@5"]
+        best = dataset["best_lane"]
+        assert best in lanes and dataset["best_lane_recall@5"] == max(
+            results[lane]["turns"]["overall"]["recall"]["@5"] for lane in lanes
+        )
+        abstention = dataset["abstention"]
+        assert abstention["unanswerable"] >= 1 and 0 <= abstention["recall"] <= 1
     assert "sessions" in datasets[1]["results"]["bm25"]
 
 

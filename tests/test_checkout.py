@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eventloom.log import EventLog
-from readmodels.checkout.assemble import ANSWER_PROBABILITY, assemble_context, checkout_from
+from readmodels.checkout.assemble import assemble_context, checkout_from
 from readmodels.checkout.budget import estimate_tokens
 from readmodels.checkout.model import CheckoutRequest
 from readmodels.checkout.session import after_turn, handoff_bundle
@@ -145,18 +145,24 @@ def test_weak_single_lane_matches_are_leads_not_answers() -> None:
     assert not checkout.answerability.answer_from_memory and not checkout.answerability.ask_user
 
 
-def test_a_calibrated_hit_grounds_an_answer_only_when_more_likely_than_not() -> None:
-    def calibrated(chance: float) -> Hit:
-        found = hit("turn", "we moved the launch to May", kind="event")
-        explanation = msgspec.structs.replace(found.explanation, fusion="calibrated")
-        return msgspec.structs.replace(found, score=chance, explanation=explanation)
+def test_a_question_about_a_speaker_who_said_none_of_it_is_not_answered_from_memory() -> None:
+    def turn(seq: int, speaker: str, text: str) -> Hit:
+        found = hit(f"event:s/{seq}", text, kind="event", seqs=(seq,))
+        return msgspec.structs.replace(found, entity=speaker)
 
-    request = CheckoutRequest(text="when is the launch?")
-    for chance, answers in ((0.2, False), (ANSWER_PROBABILITY, True), (0.9, True)):
-        answerability = checkout_from(result_of(calibrated(chance)), request).answerability
-        assert (answerability.answer_from_memory, answerability.ask_user) == (answers, False)
-    weak = checkout_from(result_of(calibrated(0.2)), request)
-    assert any("confirm with the user" in line for line in weak.guidance)
+    maya = turn(8, "Maya", "We adopted a greyhound and named her Pepper!")
+    jonah = turn(9, "Jonah", "That is wonderful news")
+    asked = CheckoutRequest(text="What did Jonah name the greyhound he adopted?")
+    others = (maya, turn(3, "Maya", "greyhounds are gentle"), turn(5, "Maya", "we named the cat Tom"))
+    wrong = checkout_from(result_of(*others, jonah), asked)  # Jonah's best turn is only fourth
+    assert not wrong.answerability.answer_from_memory and not wrong.answerability.ask_user
+    assert any("about Jonah, but what matches was said by Maya" in r for r in wrong.answerability.reasons)
+    right = CheckoutRequest(text="What did Maya name the greyhound she adopted?")
+    assert checkout_from(result_of(maya, jonah), right).answerability.answer_from_memory
+    about = turn(10, "Maya", "Jonah adopted a greyhound too, named Bolt")  # a turn naming him is about him
+    assert checkout_from(result_of(about, maya, jonah), asked).answerability.answer_from_memory
+    both = CheckoutRequest(text="What did Jonah tell Maya about the greyhound?")
+    assert checkout_from(result_of(maya, jonah), both).answerability.answer_from_memory
 
 
 def test_a_failed_lane_recommends_a_refresh_with_the_reason() -> None:

@@ -5,15 +5,17 @@ inferred context (entities reached only through an inferred or causal edge, and 
 facts). Answerability is decided from what made it into the prompt:
 
 - `ask_user` when no fact or snippet did;
-- `answer_from_memory` when at least one of them is grounded: found by the exact lane (a fact named in
-  the question), or, ordered by the calibrated fusion, more likely than not to answer the question
-  (`ANSWER_PROBABILITY`), or, ordered by another fusion, found by two lanes or more;
+- `answer_from_memory` when at least one of them was found by the exact lane or by two lanes or more,
+  unless the question attributes what it asks to someone who said none of it: it names a speaker of the
+  conversation, and none of the best snippets was said by them or names them (LoCoMo's adversarial
+  questions are built this way: "What did Jonah name the greyhound he adopted?" when Maya adopted it);
 - `refresh_recommended` when a lane failed, when only inferred context was found, or when the newest
   evidence of a "now" question is older than `STALE_AFTER_DAYS`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -34,8 +36,9 @@ from readmodels.retrieval.model import Citation, Hit, InferredLink, Query, Query
 from readmodels.retrieval.protocol import Memory
 
 STALE_AFTER_DAYS: Final = 30
-ANSWER_PROBABILITY: Final = 0.5
-"""A calibrated hit at or above this chance of answering grounds an answer; below, it is a lead."""
+TURN_TYPE: Final = "transcript.turn"
+ATTRIBUTION_SNIPPETS: Final = 3
+"""How many of the best turns must not be the named speaker's for an attribution to count as wrong."""
 MAX_ITEM_TOKENS: Final = 160
 MAX_QUESTION_TOKENS: Final = 80
 
@@ -215,17 +218,20 @@ def _answerability(
     result: QueryResult, request: CheckoutRequest, placed: list[Hit], inferred: list[InferredContext]
 ) -> Answerability:
     reasons: list[str] = []
-    grounded = [hit for hit in placed if _grounded(hit)]
+    grounded = [hit for hit in placed if "exact" in hit.explanation.lanes or len(hit.explanation.lanes) >= 2]
+    misattributed = _misattributed(request.text, result.hits)
     refresh = False
     if not placed:
         reasons.append(
             "nothing in memory matches the question" + (" (only inferred context)" if inferred else "")
         )
         refresh = bool(inferred)
+    elif misattributed:
+        reasons.append(misattributed)
     elif grounded:
-        reasons.append(f"{len(grounded)} item(s) named in the question or likely to answer it")
+        reasons.append(f"{len(grounded)} item(s) found by the exact lane or by two lanes or more")
     else:
-        reasons.append("only weak matches: treat them as leads, not answers")
+        reasons.append("only weak matches (one lane each): treat them as leads, not answers")
     if result.warnings:
         refresh = True
         reasons.append("some lanes failed: " + "; ".join(result.warnings))
@@ -234,17 +240,38 @@ def _answerability(
         refresh = True
         reasons.append(f"the newest evidence is from {newest}, over {STALE_AFTER_DAYS} days ago")
     return Answerability(
-        answer_from_memory=bool(grounded), refresh_recommended=refresh, ask_user=not placed, reasons=reasons
+        answer_from_memory=bool(grounded) and not misattributed,
+        refresh_recommended=refresh,
+        ask_user=not placed,
+        reasons=reasons,
     )
 
 
-def _grounded(hit: Hit) -> bool:
-    explanation = hit.explanation
-    if "exact" in explanation.lanes:
-        return True
-    if explanation.fusion == "calibrated":
-        return hit.score >= ANSWER_PROBABILITY
-    return len(explanation.lanes) >= 2
+def _misattributed(question: str, hits: list[Hit]) -> str | None:
+    """Why the question's speaker cannot be the one who said what matched, or None.
+
+    Speakers are the titles of the turns found; a speaker is named when the question has their name as
+    a whole word. Only the best `ATTRIBUTION_SNIPPETS` turns are looked at, and a turn that names the
+    speaker counts as theirs (it is about them).
+    """
+    turns = [hit for hit in hits if hit.kind == "event" and hit.type == TURN_TYPE and hit.entity]
+    speakers = {hit.entity for hit in turns}
+    named = {name for name in speakers if _names(question, name)}
+    best = turns[:ATTRIBUTION_SNIPPETS]
+    if not named or not best or len(named) == len(speakers):
+        return None
+    for hit in best:
+        if hit.entity in named or any(_names(hit.summary, name) for name in named):
+            return None
+    said_by = ", ".join(sorted({hit.entity for hit in best}))
+    return (
+        f"the question is about {', '.join(sorted(named))}, but what matches was said by {said_by}: "
+        "memory may not hold this about them"
+    )
+
+
+def _names(text: str, name: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE) is not None
 
 
 def _older_than(ts: str, days: int) -> bool:
