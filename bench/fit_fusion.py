@@ -7,8 +7,9 @@ coefficients of `readmodels.retrieval.calibrated.FEATURES`, except those convers
 teach (`FIXED`: named entities, graph traversal, source chunks), which keep their set values.
 
 The output's `calibration` is what `readmodels/retrieval/calibration.py` keeps for the vector space.
-It also reports, per dataset, turn-level Recall@5 of the fitted ordering next to BM25's in the same run,
-and a leave-one-dataset-out check: fitted without a dataset, scored on it. The abstention threshold is
+It also reports, per dataset, turn-level Recall@5 of the fitted ordering next to BM25's, the generic
+coefficients' and plain reciprocal rank fusion's (keyword and vector) in the same run, and a
+leave-one-dataset-out check: fitted without a dataset, scored on it. The abstention threshold is
 the top-hit probability that best separates the questions with an answer in memory from those without.
 
     python bench/fit_fusion.py --dataset ../shared/data/beam500k-dev.json   # plus the two fixtures
@@ -37,12 +38,14 @@ from readmodels.retrieval.calibration import GENERIC
 from readmodels.retrieval.fusion import DEFAULT_PROFILE
 from readmodels.retrieval.model import MAX_QUERY_CHARS, Query
 
-FIXED: Final = ("exact", "traversal", "verbatim", "verbatim_rr", "entity", "source")
+FIXED: Final = ("exact", "traversal", "verbatim", "verbatim_rr", "verbatim_rrf", "entity", "source")
 """Features conversational data has no examples of: they keep `GENERIC`'s values."""
 FITTED: Final = tuple(name for name in FEATURES if name not in FIXED)
 L2: Final = 1.0
 ASCENT_PASSES: Final = 4
 ASCENT_STEPS: Final = (-1.0, -0.5, -0.25, 0.25, 0.5, 1.0)
+RRF_START: Final = ("keyword_rrf", "vector_rrf")
+"""The second starting point: plain reciprocal rank fusion of BM25 and the vectors, robust everywhere."""
 Matrix = npt.NDArray[np.float64]
 
 
@@ -108,15 +111,17 @@ def fit(questions: Sequence[Question]) -> tuple[float, dict[str, float]]:
 
     1. A logistic regression (L2, Newton's method) over every candidate: a sound starting point, but it
        scores candidates one by one, while what matters is the order within each question.
-    2. Coordinate ascent (Metzler and Croft, 2007) moves one coefficient at a time, by steps of a grid,
-       to maximize the mean over datasets (each counts the same, whatever its size) of Recall@5 plus a
+    2. Coordinate ascent (Metzler and Croft, 2007), from the better of that and plain reciprocal rank
+       fusion of the keyword and vector lanes, moves one coefficient at a time, by steps of a grid, to
+       maximize the mean over datasets (each counts the same, whatever its size) of Recall@5 plus a
        quarter of Recall@1.
     3. The ordering's scale and bias are refitted by a one-variable logistic regression, so the score
        is again a calibrated probability (what abstention reads).
     """
     scored = [q for q in questions if not q.abstention and q.features]
-    bias, weights = _logistic(*design(scored))
-    weights = _ascend(scored, weights)
+    _, regression = _logistic(*design(scored))
+    fusion = np.asarray([1.0 if name in RRF_START else 0.0 for name in FITTED])
+    weights = _ascend(scored, [regression, fusion])
     x, y = design(scored)
     bias, scale = _logistic((x @ weights)[:, None], y)
     fitted = weights * float(scale[0])
@@ -140,7 +145,7 @@ def _logistic(x: Matrix, y: Matrix) -> tuple[float, Matrix]:
     return float(w[0]), w[1:]
 
 
-def _ascend(questions: Sequence[Question], start: Matrix) -> Matrix:
+def _ascend(questions: Sequence[Question], starts: Sequence[Matrix]) -> Matrix:
     matrices = [np.asarray([[f.get(name, 0.0) for name in FITTED] for f in q.features]) for q in questions]
     datasets = sorted({q.dataset for q in questions})
 
@@ -153,7 +158,7 @@ def _ascend(questions: Sequence[Question], start: Matrix) -> Matrix:
         means = [float(np.mean([r5 + 0.25 * r1 for r5, r1 in scores])) for scores in per.values()]
         return sum(means) / len(means)
 
-    w, best = start.copy(), objective(start)
+    best, w = max(((objective(start), start.copy()) for start in starts), key=lambda pair: pair[0])
     for _ in range(ASCENT_PASSES):
         improved = False
         for j in range(len(w)):
@@ -240,6 +245,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             "bm25_recall@5": recall5(own, None),
             "fitted_recall@5": recall5(own, model),
             "generic_recall@5": recall5(own, msgspec.structs.replace(GENERIC, vector_space=vector_space)),
+            "rrf_recall@5": recall5(own, calibration(vector_space, 0.0, dict.fromkeys(RRF_START, 1.0), "")),
             "held_out_recall@5": recall5(own, held_out) if held_out else None,
         }
         console.print(f"{name}: {per_dataset[name]}")

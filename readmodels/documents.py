@@ -43,6 +43,20 @@ class MemoryDoc(msgspec.Struct, frozen=True, kw_only=True):
     line_end: int | None = None
 
 
+def doc_identity(doc: MemoryDoc) -> tuple[object, ...]:
+    """What tells one document from another (its event, kind, entity and span): the same in every store."""
+    return (
+        doc.session,
+        doc.seq,
+        doc.kind,
+        doc.entity_name,
+        doc.entity_type,
+        doc.path,
+        doc.line_start,
+        doc.line_end,
+    )
+
+
 class EventDocs(msgspec.Struct, frozen=True, kw_only=True):
     """The documents of one event (possibly none: the event still advances the checkpoint)."""
 

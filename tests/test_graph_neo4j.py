@@ -81,6 +81,7 @@ def neo4j_settings(settings: Settings, neo4j_endpoint: Neo4jEndpoint) -> Setting
     return dataclasses.replace(
         settings,
         graph_backend="neo4j",
+        embedder="hash",  # the shared test server's vector indexes are 384 wide, as `hash`'s vectors
         neo4j_uri=neo4j_endpoint.uri,
         neo4j_user=neo4j_endpoint.user,
         neo4j_password=neo4j_endpoint.password,
@@ -237,6 +238,7 @@ async def test_neo4j_down_mid_stream_pauses_the_projector_and_it_resumes_to_a_cl
         rebuilt_settings = dataclasses.replace(
             settings,
             graph_backend="neo4j",
+            embedder="hash",  # the shared test server's vector indexes are 384 wide
             neo4j_uri=endpoint.uri,
             neo4j_user=endpoint.user,
             neo4j_password=endpoint.password,
@@ -296,6 +298,7 @@ async def test_the_cli_applies_the_schema_and_rebuilds_from_the_stream_and_the_l
         await caught_up(log)
     for name, value in neo4j_endpoint.environment().items():
         monkeypatch.setenv(name, value)
+    monkeypatch.setenv("EVENTLOOM_EMBEDDER", "hash")  # the shared test server's vector indexes: 384 wide
     applied = await asyncio.to_thread(run_cli, log.settings, "schema-apply", "--backend", "neo4j", "--json")
     assert applied.returncode == 0, applied.stderr
     assert json.loads(applied.stdout) == {"backend": "neo4j", "applied": []}  # opening the store did it
@@ -322,6 +325,7 @@ async def test_a_node_with_the_neo4j_backend_projects_into_neo4j_and_answers_gra
         data_dir=tmp_path / "node",
         producers="none",
         graph_backend="neo4j",
+        embedder="hash",  # the shared test server's vector indexes are 384 wide, as `hash`'s vectors
         neo4j_uri=neo4j_endpoint.uri,
         neo4j_user=neo4j_endpoint.user,
         neo4j_password=neo4j_endpoint.password,

@@ -54,6 +54,7 @@ def neo4j_settings(settings: Settings, neo4j_endpoint: Neo4jEndpoint) -> Setting
     return dataclasses.replace(
         settings,
         graph_backend="neo4j",
+        embedder="hash",  # the shared test server's vector indexes are 384 wide, as `hash`'s vectors
         neo4j_uri=neo4j_endpoint.uri,
         neo4j_user=neo4j_endpoint.user,
         neo4j_password=neo4j_endpoint.password,

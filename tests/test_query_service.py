@@ -220,6 +220,7 @@ async def neo4j_node(settings: Settings, neo4j_endpoint: Neo4jEndpoint) -> Async
         settings,
         producers="none",
         graph_backend="neo4j",
+        embedder="hash",  # the shared test server's vector indexes are 384 wide, as `hash`'s vectors
         neo4j_uri=neo4j_endpoint.uri,
         neo4j_user=neo4j_endpoint.user,
         neo4j_password=neo4j_endpoint.password,

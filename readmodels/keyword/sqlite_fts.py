@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from eventloom.event import citation
-from readmodels.documents import DocKind, EventDocs, MemoryDoc
+from readmodels.documents import DocKind, EventDocs, MemoryDoc, doc_identity
 from readmodels.keyword.common_words import CommonWords
 from readmodels.keyword.protocol import KeywordHit
 from readmodels.sqlite_db import (
@@ -28,6 +28,7 @@ from readmodels.sqlite_db import (
 
 _WORD: Final = re.compile(r"\w+", re.UNICODE)
 MAX_QUERY_WORDS: Final = 32
+MAX_SCORED_EVENTS: Final = 400
 TITLE_WEIGHT: Final = 2.0
 """BM25 weight of the title column (entity names, document titles) against the body text's 1.0."""
 
@@ -128,11 +129,30 @@ class SqliteKeywordStore:
             params.extend(kinds)
         statement = f"{_SELECT_HITS}{' AND '.join(conditions)} {_ORDER_HITS}"
         params.append(limit)
-        rows = await self._db.read(lambda db: self._search(db, words, statement, params))
+        rows = await self._db.read(lambda db: self._search(db, words, session, statement, params))
         return [_hit(row) for row in rows]
 
+    async def scores(self, text: str, docs: Sequence[MemoryDoc]) -> list[float | None]:
+        """The BM25 score each document would have had in `search` (None: none of the words)."""
+        words = query_words(text)
+        if not words or not docs:
+            return [None] * len(docs)
+        events = sorted({(doc.session, doc.seq) for doc in docs})[:MAX_SCORED_EVENTS]
+        pairs = ", ".join("(?, ?)" for _ in events)
+        statement = f"{_SELECT_HITS}docs_fts MATCH ? AND (d.session, d.seq) IN (VALUES {pairs})"
+        params: list[Any] = ["", *(value for event in events for value in event)]
+        scope = docs[0].session if len({doc.session for doc in docs}) == 1 else None
+        rows = await self._db.read(lambda db: self._search(db, words, scope, statement, params))
+        found = {doc_identity(hit.doc): hit.score for hit in map(_hit, rows)}
+        return [found.get(doc_identity(doc)) for doc in docs]
+
     def _search(
-        self, db: sqlite3.Connection, words: list[str], statement: str, params: list[Any]
+        self,
+        db: sqlite3.Connection,
+        words: list[str],
+        session: str | None,
+        statement: str,
+        params: list[Any],
     ) -> list[tuple[Any, ...]]:
         params[0] = match_expression("", self._common.searchable(db, words))
         return db.execute(statement, params).fetchall()

@@ -6,7 +6,8 @@ candidate 0 and its best 1 however good they are. So each candidate is described
 the same for every question:
 
 - per document lane (`keyword`, `vector`, `verbatim`): its score relative to the lane's best for this
-  question (BM25 / best BM25; cosine - best cosine), and its reciprocal rank. A candidate the lane did not
+  question (BM25 / best BM25; cosine - best cosine), and its rank, on a steep curve (1 / (rank + 1)) and
+  on reciprocal rank fusion's flat one (61 / (61 + rank)). A candidate the lane did not
   return gets the lane's lowest returned score (it was at most that good) and no rank;
 - `vector_level`: the candidate's cosine itself: how close the question is at all (abstention needs it);
 - `exact`: the entity is named in the question; `traversal`: the hop and trust weight that reached it;
@@ -29,18 +30,21 @@ from typing import Final
 
 import msgspec
 
-from readmodels.retrieval.fusion import Contribution, FusedHit, LaneHit, Profile
+from readmodels.retrieval.fusion import RRF_K, Contribution, FusedHit, LaneHit, Profile
 
 FEATURES: Final = (
     "keyword",
     "keyword_rr",
+    "keyword_rrf",
     "vector",
     "vector_rr",
+    "vector_rrf",
     "vector_level",
     "exact",
     "traversal",
     "verbatim",
     "verbatim_rr",
+    "verbatim_rrf",
     "agree",
     "entity",
     "source",
@@ -49,13 +53,16 @@ FEATURES: Final = (
 LANE_OF_FEATURE: Final = {
     "keyword": "keyword",
     "keyword_rr": "keyword",
+    "keyword_rrf": "keyword",
     "vector": "vector",
     "vector_rr": "vector",
+    "vector_rrf": "vector",
     "vector_level": "vector",
     "exact": "exact",
     "traversal": "traversal",
     "verbatim": "verbatim",
     "verbatim_rr": "verbatim",
+    "verbatim_rrf": "verbatim",
 }
 
 
@@ -75,23 +82,32 @@ class Candidate:
     key: str
     lanes: dict[str, tuple[float, int]]
     ts: str | None
+    returned: frozenset[str] = frozenset()
+    """The lanes whose search returned it (the others only scored it on request)."""
 
 
 def collect(lanes: Mapping[str, Sequence[LaneHit]], times: Mapping[str, str]) -> dict[str, Candidate]:
     """Every key any lane found, with its best rank in each lane."""
     found: dict[str, dict[str, tuple[float, int]]] = {}
+    returned: dict[str, set[str]] = {}
     for lane, hits in lanes.items():
         for rank, hit in enumerate(hits):
             found.setdefault(hit.key, {}).setdefault(lane, (hit.score, rank))
-    return {key: Candidate(key=key, lanes=seen, ts=times.get(key)) for key, seen in found.items()}
+            if not hit.completed:
+                returned.setdefault(hit.key, set()).add(lane)
+    return {
+        key: Candidate(key=key, lanes=seen, ts=times.get(key), returned=frozenset(returned.get(key, ())))
+        for key, seen in found.items()
+    }
 
 
 def features(
     candidates: Mapping[str, Candidate], lanes: Mapping[str, Sequence[LaneHit]], intent: int
 ) -> dict[str, dict[str, float]]:
     """The feature values of every candidate (see the module's documentation)."""
-    best = {lane: max((h.score for h in hits), default=0.0) for lane, hits in lanes.items()}
-    floor = {lane: min((h.score for h in hits), default=0.0) for lane, hits in lanes.items()}
+    returned = {lane: [h.score for h in hits if not h.completed] for lane, hits in lanes.items()}
+    best = {lane: max(scores, default=0.0) for lane, scores in returned.items()}
+    floor = {lane: min(scores, default=0.0) for lane, scores in returned.items()}
     order = sorted({c.ts for c in candidates.values() if c.ts})
     position = {ts: (i / (len(order) - 1) if len(order) > 1 else 1.0) for i, ts in enumerate(order)}
     values: dict[str, dict[str, float]] = {}
@@ -101,17 +117,17 @@ def features(
             if lane in lanes:
                 raw, rank = candidate.lanes.get(lane, (0.0, -1))
                 f[lane] = raw / best[lane] if best[lane] > 0 else 0.0
-                f[f"{lane}_rr"] = 1.0 / (rank + 1) if rank >= 0 else 0.0
+                f.update(_rank_features(lane, rank if lane in candidate.returned else -1))
         if lanes.get("vector"):
             raw, rank = candidate.lanes.get("vector", (floor["vector"], -1))
             f["vector"] = raw - best["vector"]
-            f["vector_rr"] = 1.0 / (rank + 1) if rank >= 0 else 0.0
             f["vector_level"] = raw
+            f.update(_rank_features("vector", rank if "vector" in candidate.returned else -1))
         if "exact" in candidate.lanes:
             f["exact"] = 1.0
         if "traversal" in candidate.lanes:
             f["traversal"] = candidate.lanes["traversal"][0]
-        f["agree"] = float("keyword" in candidate.lanes and "vector" in candidate.lanes)
+        f["agree"] = float({"keyword", "vector"} <= candidate.returned)
         f["entity"] = float(key.startswith("entity:"))
         f["source"] = float(key.startswith("source:"))
         f["recency"] = intent * (position[candidate.ts] - 0.5) * 2 if candidate.ts and intent else 0.0
@@ -159,6 +175,14 @@ def fuse_calibrated(
     else:
         fused.sort(key=lambda hit: (-hit.score, hit.key))
     return fused if limit is None else fused[:limit]
+
+
+def _rank_features(lane: str, rank: int) -> dict[str, float]:
+    """A returned candidate's rank, steep (1 / (rank + 1)) and flat (61 / (61 + rank), reciprocal rank
+    fusion's curve, scaled to 1 at the top); 0 for one the lane did not return."""
+    if rank < 0:
+        return {f"{lane}_rr": 0.0, f"{lane}_rrf": 0.0}
+    return {f"{lane}_rr": 1.0 / (rank + 1), f"{lane}_rrf": (RRF_K + 1) / (RRF_K + 1 + rank)}
 
 
 def _logistic(logit: float) -> float:

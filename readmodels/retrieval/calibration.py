@@ -2,8 +2,9 @@
 
 Written by `python bench/fit_fusion.py` (it prints this table's entries as JSON) on development data only:
 the BEAM development conversations in `../shared/data/` and the hand-written fixtures in
-`tests/fixtures/retrieval/`. A vector space without its own fit uses `GENERIC`, whose vector
-coefficients are the mean of the fitted ones.
+`tests/fixtures/retrieval/`. A vector space without its own fit (`hash`, `minilm`, a plug-in) uses
+`GENERIC`: the shape of the fitted one, rounded (reciprocal-rank-like weights for both lanes, a little
+for their relative scores, "found by both" already counted by the ranks).
 """
 
 from __future__ import annotations
@@ -14,42 +15,47 @@ from readmodels.retrieval.calibrated import Calibration
 
 GENERIC: Final = Calibration(
     vector_space="*",
-    bias=-4.0,
+    bias=-7.0,
     coefficients={
-        "keyword": 2.0,
-        "keyword_rr": 1.5,
-        "vector": 4.0,
-        "vector_rr": 1.5,
-        "vector_level": 1.0,
-        "exact": 3.0,
+        "keyword": 1.0,
+        "keyword_rr": 0.0,
+        "keyword_rrf": 4.0,
+        "vector": 1.5,
+        "vector_rr": 0.0,
+        "vector_rrf": 4.0,
+        "vector_level": 0.0,
+        "exact": 6.0,
         "traversal": 1.0,
         "verbatim": 1.0,
         "verbatim_rr": 0.5,
-        "agree": 0.5,
+        "agree": -2.0,
         "entity": 0.0,
         "source": 0.0,
         "recency": 0.5,
     },
-    fitted_on="hand-set starting point",
+    fitted_on="set by hand from the wordllama fit",
 )
 CALIBRATIONS: Final[dict[str, Calibration]] = {
     "wordllama@0.4.0.post1-l2_supercat-mean/256": Calibration(
         vector_space="wordllama@0.4.0.post1-l2_supercat-mean/256",
-        bias=-3.3207,
+        bias=-7.4485,
         coefficients={
-            "exact": 3.0,
+            "exact": 6.0,
             "traversal": 1.0,
             "verbatim": 1.0,
             "verbatim_rr": 0.5,
+            "verbatim_rrf": 0.0,
             "entity": 0.0,
             "source": 0.0,
-            "keyword": 0.2227,
-            "keyword_rr": 2.0242,
-            "vector": 3.1719,
-            "vector_rr": 0.2375,
-            "vector_level": -1.5444,
-            "agree": 1.3422,
-            "recency": 0.3604,
+            "keyword": 1.1289,
+            "keyword_rr": 0.0,
+            "keyword_rrf": 4.2334,
+            "vector": 1.6934,
+            "vector_rr": 0.0,
+            "vector_rrf": 4.5157,
+            "vector_level": -0.5645,
+            "agree": -2.8223,
+            "recency": 0.5645,
         },
         fitted_on="beam500k-dev.json, locomo_mini.json, longmemeval_mini.json (2026-11-24)",
     ),

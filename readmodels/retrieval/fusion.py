@@ -36,6 +36,9 @@ class LaneHit(msgspec.Struct, frozen=True, kw_only=True):
     key: str
     """What the hit is about (an entity key, a document id): hits with the same key are one result."""
     score: float
+    completed: bool = False
+    """Not returned by the lane, but scored by it on request (after its pool): only the calibrated fusion
+    reads these; rank-based fusions leave them out."""
 
 
 class Contribution(msgspec.Struct, frozen=True, kw_only=True):
@@ -99,9 +102,10 @@ def fuse(lanes: Mapping[str, Sequence[LaneHit]], chosen: Profile, limit: int | N
         weight = chosen.weights.get(lane, 0.0)
         if weight <= 0:
             continue
-        scaled = _normalized(hits) if chosen.fusion == "score" else []
+        returned = [hit for hit in hits if not hit.completed]
+        scaled = _normalized(returned) if chosen.fusion == "score" else []
         seen: set[str] = set()
-        for rank, hit in enumerate(hits):
+        for rank, hit in enumerate(returned):
             if hit.key in seen:
                 continue  # a lane counts a result once, at its best rank
             seen.add(hit.key)

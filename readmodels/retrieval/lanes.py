@@ -41,6 +41,8 @@ class Candidate:
     score: float
     doc: MemoryDoc | None = None
     neighbour: Neighbour | None = None
+    completed: bool = False
+    """Scored by the lane on request, not returned by its search (see `Retriever._complete`)."""
 
 
 @dataclass

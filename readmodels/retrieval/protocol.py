@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 from readmodels.documents import DocKind, MemoryDoc
 from readmodels.graph.cypher_io import Reading
@@ -34,6 +34,17 @@ class DocumentSearch(Protocol):
         kinds: Sequence[DocKind] | None = None,
         limit: int = 10,
     ) -> Sequence[DocHit]: ...
+
+
+@runtime_checkable
+class DocumentScores(Protocol):
+    """A document search that can also score given documents (what the calibrated fusion completes a
+    candidate with when this lane did not return it). Optional: a store without it is imputed."""
+
+    async def scores(self, text: str, docs: Sequence[MemoryDoc]) -> list[float | None]:
+        """This lane's score of each document for `text`, in order; None where it has none (no word in
+        common, no vector)."""
+        ...
 
 
 class VectorSearch(DocumentSearch, Protocol):

@@ -23,6 +23,7 @@ from typing import Final
 
 import msgspec
 
+from readmodels.documents import MemoryDoc
 from readmodels.graph.lookup import Span, cited_spans
 from readmodels.graph.model import InvalidGraphWrite, canonical_ts
 from readmodels.retrieval.calibrated import collect, features, fuse_calibrated
@@ -39,7 +40,13 @@ from readmodels.retrieval.lanes import (
     LaneOutcome,
 )
 from readmodels.retrieval.model import InferredLink, LaneReport, Query, QueryError, QueryResult
-from readmodels.retrieval.protocol import DocumentSearch, GraphReads, TrustLookup, VectorSearch
+from readmodels.retrieval.protocol import (
+    DocumentScores,
+    DocumentSearch,
+    GraphReads,
+    TrustLookup,
+    VectorSearch,
+)
 from readmodels.retrieval.resolve import Resolved, resolve_entities
 from readmodels.retrieval.temporal import LATEST, NONE, time_intent
 from readmodels.retrieval.traversal import MAX_SEEDS, TraversalLane
@@ -115,6 +122,8 @@ class Retriever:
         lanes: dict[str, list[Candidate]] = {
             lane: [c for c in o.candidates if c.key not in excluded] for lane, o in outcomes.items()
         }
+        if chosen.fusion == "calibrated":
+            warnings += await self._complete(models, query.text, lanes)
         order = _Order(chosen, models, query.text, lanes, resolved)
         links: dict[str, InferredLink] = {}
         if "traversal" in wanted:
@@ -188,6 +197,46 @@ class Retriever:
             return LaneOutcome(error=f"{type(exc).__name__}: {exc}", ms=_since(started))
         return LaneOutcome(candidates=candidates, ms=_since(started))
 
+    async def _complete(self, models: ReadModels, text: str, lanes: dict[str, list[Candidate]]) -> list[str]:
+        """Score, in the keyword and vector lanes, the document candidates they did not return.
+
+        A candidate found by one lane only would otherwise count as that lane's worst in the other. The
+        scores come after each lane's pool (their rank says so). Stores that cannot score given
+        documents (`DocumentScores`) are left as they are. Returns warnings.
+        """
+        docs: dict[str, MemoryDoc] = {}
+        for found in lanes.values():
+            for candidate in found:
+                if candidate.doc is not None:
+                    docs.setdefault(candidate.key, candidate.doc)
+        stores = {"keyword": models.keyword, "vector": models.vector}
+        work: dict[str, tuple[DocumentScores, list[str]]] = {}
+        for lane, store in stores.items():
+            if lane in lanes and isinstance(store, DocumentScores):
+                returned = {c.key for c in lanes[lane]}
+                missing = [key for key in docs if key not in returned]
+                if missing:
+                    work[lane] = (store, missing)
+        outcomes = await asyncio.gather(
+            *(
+                asyncio.wait_for(store.scores(text, [docs[key] for key in keys]), self.lane_timeout_s)
+                for store, keys in work.values()
+            ),
+            return_exceptions=True,
+        )
+        warnings: list[str] = []
+        for (lane, (_, keys)), scores in zip(work.items(), outcomes, strict=True):
+            if isinstance(scores, BaseException):
+                warnings.append(f"lane {lane}: other lanes' candidates not scored ({type(scores).__name__})")
+                continue
+            extra = [
+                Candidate(key=key, score=score, doc=docs[key], completed=True)
+                for key, score in zip(keys, scores, strict=True)
+                if score is not None
+            ]
+            lanes[lane] += sorted(extra, key=lambda c: (-c.score, c.key))
+        return warnings
+
     async def _resolve(
         self,
         models: ReadModels,
@@ -248,7 +297,10 @@ def _canonical_as_of(as_of: str | None) -> str | None:
 
 
 def _lane_hits(lanes: Mapping[str, Sequence[Candidate]]) -> dict[str, list[LaneHit]]:
-    return {lane: [LaneHit(key=c.key, score=c.score) for c in found] for lane, found in lanes.items()}
+    return {
+        lane: [LaneHit(key=c.key, score=c.score, completed=c.completed) for c in found]
+        for lane, found in lanes.items()
+    }
 
 
 class _Order:

@@ -9,6 +9,7 @@ index is rebuilt from the read model's own storage at open: it is a cache, never
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 import numpy as np
@@ -78,6 +79,11 @@ class VectorIndex:
         if len(rows) < limit:  # the filter pruned nearly every candidate: scan what it allows
             return self.exact(query, limit, allowed)
         return _best(self._matrix[rows] @ query, rows, limit)
+
+    def scores(self, query: Vectors, rows: Sequence[int]) -> list[float]:
+        """The exact score of each given row."""
+        picked = np.asarray(rows, dtype=np.int64)
+        return [float(score) for score in self._matrix[picked] @ query]
 
     def exact(self, query: Vectors, limit: int, allowed: Mask | None = None) -> Scored:
         """The true `limit` best rows (a full scan): the reference for recall."""

@@ -21,7 +21,7 @@ import msgspec
 import numpy as np
 
 from eventloom.event import citation
-from readmodels.documents import DocKind, EventDocs, MemoryDoc
+from readmodels.documents import DocKind, EventDocs, MemoryDoc, doc_identity
 from readmodels.sqlite_db import CHECKPOINTS_TABLE, SqliteDb, read_checkpoints, save_checkpoints, unapplied
 from readmodels.vector.embedders import Embedder, Vectors, VectorSpaceError, tag
 from readmodels.vector.index import Mask, VectorIndex
@@ -33,6 +33,7 @@ _SCHEMA: Final = (
     "CREATE INDEX IF NOT EXISTS vectors_tag ON vectors(tag)",
     CHECKPOINTS_TABLE,
 )
+QUERY_CACHE: Final = 64
 _encode_doc = msgspec.msgpack.Encoder().encode
 _decode_doc = msgspec.msgpack.Decoder(MemoryDoc).decode
 
@@ -71,6 +72,8 @@ class SqliteVectorStore:
         self.foreign_vectors = 0
         self._db = SqliteDb(self.path, _SCHEMA)
         self._docs: list[MemoryDoc] = []
+        self._row_of: dict[tuple[object, ...], int] = {}
+        self._queries: dict[str, Vectors] = {}  # the last questions' embeddings (search, then scores)
         self._index = VectorIndex(embedder.dimensions)
         self._filters = _Filters()
         self._in_memory = asyncio.Lock()  # index, filters and documents change together, never mid-search
@@ -81,7 +84,7 @@ class SqliteVectorStore:
         if others:
             raise VectorSpaceError(str(self.path), others, self.tag)
         docs, matrix, foreign = await self._db.read(self._load)
-        self._docs, self.foreign_vectors = [], foreign
+        self._docs, self.foreign_vectors, self._row_of = [], foreign, {}
         self._index = VectorIndex(self.embedder.dimensions)
         self._filters = _Filters()
         async with self._in_memory:
@@ -90,6 +93,8 @@ class SqliteVectorStore:
     def _searchable(self, docs: list[MemoryDoc], vectors: Vectors) -> None:
         self._index.add(vectors)
         self._filters.add(docs)
+        for row, doc in enumerate(docs, start=len(self._docs)):
+            self._row_of.setdefault(doc_identity(doc), row)
         self._docs.extend(docs)
 
     def _other_tags(self, db: sqlite3.Connection) -> list[str]:
@@ -156,13 +161,35 @@ class SqliteVectorStore:
         """The `limit` documents most similar to `text` among those passing the filters (exact cosine)."""
         if limit <= 0 or not self._docs:
             return []
-        query = (await asyncio.to_thread(self.embedder.embed, [text]))[0]  # a model may take milliseconds
+        query = await self._embedded(text)
         if not query.any():
             return []
         async with self._in_memory:
             allowed = self._filters.mask(session, as_of, kinds)
             found = await asyncio.to_thread(self._index.search, query, limit, allowed)
             return [self._hit(self._docs[row], score) for row, score in found]
+
+    async def scores(self, text: str, docs: Sequence[MemoryDoc]) -> list[float | None]:
+        """The cosine of each document's vector with the question's (None: no vector of it here)."""
+        if not docs:
+            return []
+        query = await self._embedded(text)
+        async with self._in_memory:
+            rows = [self._row_of.get(doc_identity(doc)) for doc in docs]
+            found = [row for row in rows if row is not None]
+            if not query.any() or not found:
+                return [None] * len(docs)
+            scored = dict(zip(found, self._index.scores(query, found), strict=True))
+        return [None if row is None else round(scored[row], 6) for row in rows]
+
+    async def _embedded(self, text: str) -> Vectors:
+        cached = self._queries.get(text)
+        if cached is None:  # a model may take milliseconds: off the event loop
+            cached = (await asyncio.to_thread(self.embedder.embed, [text]))[0]
+            if len(self._queries) >= QUERY_CACHE:
+                self._queries.pop(next(iter(self._queries)))
+            self._queries[text] = cached
+        return cached
 
     def _hit(self, doc: MemoryDoc, score: float) -> VectorHit:
         cited = citation(doc.session, doc.seq, doc.event_hash)
