@@ -24,9 +24,10 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
-from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Final, Generic, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -38,6 +39,7 @@ DEFAULT_DIMENSIONS: Final = 384
 MAX_DIMENSIONS: Final = 4096
 _WORD: Final = re.compile(r"\w+", re.UNICODE)
 Vectors: TypeAlias = npt.NDArray[np.float32]
+T = TypeVar("T")
 
 
 class EmbedderError(Exception):
@@ -66,6 +68,29 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> Vectors:
         """One row per text, `dimensions` wide, each of unit length (or zero for an empty text)."""
         ...
+
+
+class LoadedOnce(Generic[T]):
+    """A model loaded on first use, once per process, whichever thread asks first (under a lock)."""
+
+    def __init__(self, load: Callable[[], T]) -> None:
+        self._load = load
+        self._value: T | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> T:
+        if self._value is None:
+            with self._lock:
+                if self._value is None:
+                    self._value = self._load()
+        return self._value
+
+
+def unit_rows(vectors: Vectors) -> Vectors:
+    """`vectors` with every row divided by its Euclidean norm, in place (zero rows stay zero)."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    np.divide(vectors, norms, out=vectors, where=norms > 0)
+    return vectors
 
 
 def tag(embedder: Embedder) -> str:
@@ -97,9 +122,7 @@ class HashEmbedder:
             for feature, weight in features:
                 h = int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "big")
                 vectors[row, h % self.dimensions] += -weight if h >> 63 else weight
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        np.divide(vectors, norms, out=vectors, where=norms > 0)
-        return vectors
+        return unit_rows(vectors)
 
 
 def available_embedders() -> list[str]:

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from readmodels.vector.embedders import EmbedderError, Vectors
+from readmodels.vector.embedders import EmbedderError, LoadedOnce, Vectors
 
 DIMENSIONS: Final = 384
 MAX_TOKENS: Final = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
@@ -51,8 +51,6 @@ class _Model:
     encoder: Any
 
 
-_model: _Model | None = None
-_model_lock = threading.Lock()
 _tokenizer_lock = threading.Lock()
 
 
@@ -103,7 +101,7 @@ class MiniLmEmbedder:
         )
         if not rows:
             return vectors
-        model = _load()
+        model = _MODEL.get()
         with model.torch.inference_mode():
             for start in range(0, len(rows), BATCH):
                 batch = rows[start : start + BATCH]
@@ -123,17 +121,6 @@ def _embed_batch(model: _Model, texts: list[str]) -> Vectors:
     unit = torch.nn.functional.normalize(pooled, p=2, dim=1)
     result: Vectors = unit.to(torch.float32).numpy()
     return result
-
-
-def _load() -> _Model:
-    """The tokenizer and encoder from the installed package, loaded once per process."""
-    global _model  # noqa: PLW0603
-    if _model is not None:
-        return _model
-    with _model_lock:
-        if _model is None:
-            _model = _load_from_package()
-    return _model
 
 
 def _load_from_package() -> _Model:
@@ -188,3 +175,6 @@ def _offline() -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+_MODEL: Final = LoadedOnce(_load_from_package)

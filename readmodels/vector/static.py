@@ -18,7 +18,6 @@ a static table embeds thousands, and the default must keep up with the log and i
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -28,7 +27,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from readmodels.vector.embedders import EmbedderError, Vectors
+from readmodels.vector.embedders import EmbedderError, LoadedOnce, Vectors, unit_rows
 
 PACKAGE: Final = "wordllama"
 WEIGHTS: Final = ("weights", "l2_supercat_256.safetensors")
@@ -43,10 +42,6 @@ BATCH: Final = 1024
 class _Model:
     table: Vectors
     tokenizer: Any
-
-
-_model: _Model | None = None
-_model_lock = threading.Lock()
 
 
 class WordLlamaEmbedder:
@@ -76,30 +71,18 @@ class WordLlamaEmbedder:
         vectors = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         if not texts:
             return vectors
-        model = _load()
+        model = _MODEL.get()
         table = model.table[:, : self.dimensions]
         for start in range(0, len(texts), BATCH):
             batch = list(texts[start : start + BATCH])
             for row, encoding in enumerate(model.tokenizer.encode_batch(batch, add_special_tokens=False)):
                 if encoding.ids:
                     vectors[start + row] = table[encoding.ids].mean(axis=0)
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        np.divide(vectors, norms, out=vectors, where=norms > 0)
-        return vectors
-
-
-def _load() -> _Model:
-    """The token table and tokenizer from the installed package, read once per process."""
-    global _model  # noqa: PLW0603
-    if _model is not None:
-        return _model
-    with _model_lock:
-        if _model is None:
-            _model = _read_package()
-    return _model
+        return unit_rows(vectors)
 
 
 def _read_package() -> _Model:
+    """The token table and tokenizer from the installed package."""
     try:
         from safetensors.numpy import load_file  # noqa: PLC0415
         from tokenizers import Tokenizer  # noqa: PLC0415
@@ -119,3 +102,6 @@ def _read_package() -> _Model:
     if table.ndim != 2 or table.shape[1] != FULL_WIDTH:
         raise EmbedderError(f"the wordllama embedder expected a table {FULL_WIDTH} wide, got {table.shape}")
     return _Model(table=table, tokenizer=loaded)
+
+
+_MODEL: Final = LoadedOnce(_read_package)
