@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from eventloom.event import citation
-from readmodels.documents import DocKind, EventDocs, MemoryDoc, doc_identity
+from readmodels.documents import DocKind, EventDocs, MemoryDoc
 from readmodels.keyword.common_words import CommonWords
 from readmodels.keyword.protocol import KeywordHit
 from readmodels.sqlite_db import (
@@ -28,7 +28,6 @@ from readmodels.sqlite_db import (
 
 _WORD: Final = re.compile(r"\w+", re.UNICODE)
 MAX_QUERY_WORDS: Final = 32
-MAX_SCORED_EVENTS: Final = 400
 TITLE_WEIGHT: Final = 2.0
 """BM25 weight of the title column (entity names, document titles) against the body text's 1.0."""
 
@@ -38,6 +37,7 @@ _SCHEMA: Final = (
     "title TEXT NOT NULL, text TEXT NOT NULL, entity_name TEXT, entity_type TEXT, path TEXT, "
     "line_start INTEGER, line_end INTEGER)",
     "CREATE INDEX IF NOT EXISTS docs_session_seq ON docs(session, seq)",
+    "CREATE INDEX IF NOT EXISTS docs_kind ON docs(kind)",  # a search of kinds the index lacks ends at once
     "CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(title, text, content='docs', content_rowid='id', "
     "tokenize='porter unicode61')",
     CHECKPOINTS_TABLE,
@@ -132,20 +132,6 @@ class SqliteKeywordStore:
         rows = await self._db.read(lambda db: self._search(db, words, session, statement, params))
         return [_hit(row) for row in rows]
 
-    async def scores(self, text: str, docs: Sequence[MemoryDoc]) -> list[float | None]:
-        """The BM25 score each document would have had in `search` (None: none of the words)."""
-        words = query_words(text)
-        if not words or not docs:
-            return [None] * len(docs)
-        events = sorted({(doc.session, doc.seq) for doc in docs})[:MAX_SCORED_EVENTS]
-        pairs = ", ".join("(?, ?)" for _ in events)
-        statement = f"{_SELECT_HITS}docs_fts MATCH ? AND (d.session, d.seq) IN (VALUES {pairs})"
-        params: list[Any] = ["", *(value for event in events for value in event)]
-        scope = docs[0].session if len({doc.session for doc in docs}) == 1 else None
-        rows = await self._db.read(lambda db: self._search(db, words, scope, statement, params))
-        found = {doc_identity(hit.doc): hit.score for hit in map(_hit, rows)}
-        return [found.get(doc_identity(doc)) for doc in docs]
-
     def _search(
         self,
         db: sqlite3.Connection,
@@ -156,6 +142,11 @@ class SqliteKeywordStore:
     ) -> list[tuple[Any, ...]]:
         params[0] = match_expression("", self._common.searchable(db, words))
         return db.execute(statement, params).fetchall()
+
+
+def _any_of_kinds(db: sqlite3.Connection, kinds: Sequence[DocKind]) -> bool:
+    statement = f"SELECT 1 FROM docs WHERE kind IN ({marks(len(kinds))}) LIMIT 1"  # noqa: S608
+    return db.execute(statement, tuple(kinds)).fetchone() is not None
 
 
 def _index(db: sqlite3.Connection, projector: str, batch: Sequence[EventDocs]) -> int:
