@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
+from readmodels.retrieval.calibrated import Calibration, fuse_calibrated
 from readmodels.retrieval.fusion import PROFILES, RRF_K, LaneHit, Profile, fuse, profile
+from readmodels.retrieval.temporal import EARLIEST, LATEST, NONE, time_intent
 
 
 def hits(*pairs: tuple[str, float]) -> list[LaneHit]:
@@ -54,3 +58,40 @@ def test_profiles_are_named_and_unknown_ones_are_refused() -> None:
     assert profile("recall").fusion == "rrf"
     with pytest.raises(ValueError, match="profile: expected one of"):
         profile("fastest")
+
+
+def test_time_intent_reads_whole_words_and_conflicting_cues_cancel() -> None:
+    assert time_intent("What is the memory usage of Redis now?") == LATEST
+    assert time_intent("Which database do we currently use?") == LATEST
+    assert time_intent("What did I first plan for the launch?") == EARLIEST
+    assert time_intent("What is the launch date?") == NONE
+    assert time_intent("Did the first plan still hold?") == NONE  # both kinds: no intent
+    assert time_intent("a snowstorm knows nothing") == NONE  # "now" inside a word is no cue
+
+
+def test_calibrated_fusion_is_a_probability_explained_by_its_parts() -> None:
+    chosen = Profile(name="t", fusion="calibrated", weights={"keyword": 1.0, "vector": 1.0, "exact": 1.0})
+    calibration = Calibration(
+        vector_space="t", bias=-2.0, coefficients={"keyword": 1.0, "keyword_rrf": 2.0, "vector_rrf": 2.0}
+    )
+    fused = fuse_calibrated(LANES, chosen, calibration)
+    by_key = {hit.key: hit for hit in fused}
+    # "auth": BM25's best (relative 1, rank 0) and vector's second; "login": vector's best, BM25's third
+    assert [hit.key for hit in fused][:2] == ["auth", "login"]
+    for hit in fused:
+        logit = hit.base + sum(c.contribution for c in hit.lanes.values())
+        assert 0 < hit.score < 1 and hit.score == pytest.approx(1 / (1 + math.exp(-logit)))
+    assert by_key["auth"].lanes["keyword"].contribution == pytest.approx(1.0 + 2.0)
+    alone = fuse_calibrated({"vector": LANES["vector"]}, chosen, calibration)
+    assert [hit.key for hit in alone] == ["login", "auth"]  # one lane keeps its own order
+
+
+def test_recency_orders_equal_evidence_by_the_questions_time_intent() -> None:
+    chosen = Profile(name="t", fusion="calibrated", weights={"keyword": 1.0, "vector": 1.0})
+    calibration = Calibration(vector_space="t", bias=0.0, coefficients={"keyword": 1.0, "recency": 1.0})
+    times = {"old": "2026-01-01T00:00:00.000000Z", "new": "2026-06-01T00:00:00.000000Z"}
+    both = {"keyword": hits(("old", 5.0), ("new", 5.0)), "vector": hits(("old", 0.5), ("new", 0.5))}
+    newest = fuse_calibrated(both, chosen, calibration, times=times, intent=LATEST)
+    oldest = fuse_calibrated(both, chosen, calibration, times=times, intent=EARLIEST)
+    assert [h.key for h in newest] == ["new", "old"] and [h.key for h in oldest] == ["old", "new"]
+    assert newest[0].base > newest[1].base  # recency is no lane's: it is in base

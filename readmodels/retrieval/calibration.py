@@ -38,7 +38,7 @@ GENERIC: Final = Calibration(
 CALIBRATIONS: Final[dict[str, Calibration]] = {
     "wordllama@0.4.0.post1-l2_supercat-mean/256": Calibration(
         vector_space="wordllama@0.4.0.post1-l2_supercat-mean/256",
-        bias=-6.0378,
+        bias=-6.0026,
         coefficients={
             "exact": 6.0,
             "traversal": 1.0,
@@ -47,12 +47,12 @@ CALIBRATIONS: Final[dict[str, Calibration]] = {
             "verbatim_rrf": 0.0,
             "entity": 0.0,
             "source": 0.0,
-            "keyword": 1.0424,
+            "keyword": 1.0374,
             "keyword_rr": 0.0,
-            "keyword_rrf": 1.5636,
-            "vector": 0.2606,
+            "keyword_rrf": 1.5561,
+            "vector": 0.2594,
             "vector_rr": 0.0,
-            "vector_rrf": 2.0849,
+            "vector_rrf": 2.0748,
             "vector_level": 0.0,
             "agree": 0.0,
             "recency": 0.0,

@@ -60,8 +60,9 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     fusion: Fusion
     weights: dict[str, float]
-    recency: bool = False
-    """Prefer newer evidence when the question names no time of its own (calibrated fusion only)."""
+    recency: float = 0.0
+    """Calibrated fusion only: added to the fitted recency coefficient, and newer evidence is preferred
+    even when the question names no time of its own (a time intent of "latest" by default)."""
 
 
 _EVERY_LANE: Final = {"exact": 1.0, "keyword": 1.0, "vector": 1.0, "traversal": 1.0, "verbatim": 1.0}
@@ -77,7 +78,7 @@ PROFILES: Final[dict[str, Profile]] = {
         fusion="rrf",
         weights={"exact": 1.0, "keyword": 1.0, "vector": 1.5, "traversal": 1.0, "verbatim": 1.0},
     ),
-    "temporal": Profile(name="temporal", fusion="calibrated", weights=_EVERY_LANE, recency=True),
+    "temporal": Profile(name="temporal", fusion="calibrated", weights=_EVERY_LANE, recency=1.0),
 }
 
 

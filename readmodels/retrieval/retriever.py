@@ -317,9 +317,13 @@ class _Order:
         resolved: Mapping[str, Resolved],
     ) -> None:
         self.chosen = chosen
-        self.calibration = calibration_for(models.vector.tag if models.vector is not None else None)
+        fitted = calibration_for(models.vector.tag if models.vector is not None else None)
+        recency = fitted.coefficients.get("recency", 0.0) + chosen.recency
+        self.calibration = msgspec.structs.replace(
+            fitted, coefficients={**fitted.coefficients, "recency": recency}
+        )
         intent = time_intent(text)
-        self.intent = LATEST if intent == NONE and chosen.recency else intent
+        self.intent = LATEST if intent == NONE and chosen.recency > 0 else intent
         self.times = {key: r.version.valid_from for key, r in resolved.items()}
         for found in lanes.values():
             for c in found:
