@@ -7,11 +7,12 @@ the same for every question:
 
 - per document lane (`keyword`, `vector`, `verbatim`): its score relative to the lane's best for this
   question (BM25 / best BM25; cosine - best cosine), and its rank, on a steep curve (1 / (rank + 1)) and
-  on reciprocal rank fusion's flat one (61 / (61 + rank)). A candidate the lane did not
-  return gets the lane's lowest returned score (it was at most that good) and no rank;
+  on reciprocal rank fusion's flat one (61 / (61 + rank)), both 0 when the lane did not return it. Its
+  score then is the one the lane gives it on request where the store can (`DocumentScores`: the
+  embedded vector store), else the lane's lowest returned score (it was at most that good);
 - `vector_level`: the candidate's cosine itself: how close the question is at all (abstention needs it);
 - `exact`: the entity is named in the question; `traversal`: the hop and trust weight that reached it;
-- `agree`: found by both the keyword and the vector lane;
+- `agree`: returned by both the keyword and the vector lane;
 - the hit's kind (`entity`, `source`; an event is the reference), and `recency` (0 oldest .. 1 newest
   candidate) signed by the question's time intent (`readmodels.retrieval.temporal`).
 
