@@ -27,6 +27,7 @@ from typing import Any
 import msgspec
 from common import console, machine, percentiles, progress_bar, server_binary_version
 from corpus import Corpus
+from nats.errors import NoRespondersError
 from query_models import BuiltModels, build_models
 
 from eventloom.bus.connection import connect
@@ -71,6 +72,20 @@ async def append_up_to(log: EventLog, corpus: Corpus, start: int, size: int) -> 
             progress.advance(task, min(APPEND_CHUNK, size - first))
 
 
+async def until_answered(client: Any, subject: str, payload: bytes, within_s: float = 10.0) -> None:
+    """Ask until a responder answers: on a loaded machine the server has been seen to answer "no
+    responders" for a moment after the responder's subscription was flushed (CI, 2026-11-24)."""
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            await client.request(subject, payload, timeout=within_s)
+            return
+        except NoRespondersError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.05)
+
+
 async def echo_baseline(url: str, count: int) -> dict[str, float]:
     """Raw request/reply on the same server: what any answer over NATS costs, with no work done."""
     server, asker = await connect(url, name="bench-echo"), await connect(url, name="bench-ask")
@@ -82,6 +97,7 @@ async def echo_baseline(url: str, count: int) -> dict[str, float]:
         await server.subscribe("bench.echo", queue="echo", cb=echo)
         await server.flush()
         payload = b'{"text": "what do we know about the nightly backup?"}'
+        await until_answered(asker, "bench.echo", payload)
         samples, _ = await timed(
             [lambda: asker.request("bench.echo", payload, timeout=10) for _ in range(count)]
         )
