@@ -248,6 +248,12 @@ def test_graph_query_rebuild_and_schema_plan(node: Settings) -> None:
         time.sleep(0.2)
     refused = run_cli(node, "graph", "query", "CREATE (e:Session {id: 'x'})")
     assert refused.returncode == 2 and "read" in refused.stderr.lower()
+    secret = node.data_dir.parent / "secret.csv"
+    secret.write_text("k\nnot-for-the-graph-4d1e\n")
+    for reading_a_file in (f"LOAD FROM '{secret}' RETURN *", f"load /* x */ from '{secret}' return *"):
+        refused = run_cli(node, "graph", "query", reading_a_file, "--json")
+        assert refused.returncode == 2 and "read-only" in refused.stderr, refused.stderr
+        assert "not-for-the-graph" not in refused.stdout + refused.stderr
     rebuilt = run_cli(node, "rebuild", "graph", "--json")
     assert rebuilt.returncode == 0, rebuilt.stderr
     report = json.loads(rebuilt.stdout)

@@ -225,3 +225,31 @@ def test_a_damaged_tokens_file_admits_nobody(tmp_path: Path) -> None:
     path.write_text('{"tokens": [{"name": "ci", "sha256": "not hex"')
     book = TokenBook(path)
     assert book.principal(token) is None and book.count() == 0
+
+
+async def test_graph_query_reads_no_file_and_the_audit_keeps_the_statement(
+    settings: Settings, tmp_path: Path
+) -> None:
+    secret = tmp_path / "outside.csv"
+    secret.write_text("k\nnot-for-agents-91c2\n")
+    token = add_token(settings.tokens_file, "operator", "admin", ["*"])
+    attempts = [
+        f"LOAD FROM '{secret}' RETURN *",
+        f"COPY (MATCH (n) RETURN count(n)) TO '{tmp_path / 'written.csv'}'",
+    ]
+    async with http_node(settings) as node:
+        assert node.http_url is not None
+        async with http_tools(node.http_url, token) as call:
+            for cypher in attempts:
+                refused = await failure(call, "memory_graph_query", {"cypher": cypher})
+                assert "read-only" in refused.error["message"]
+                assert "not-for-agents" not in json.dumps(refused.error)
+            allowed = await call("memory_graph_query", {"cypher": "MATCH (n) RETURN count(n) AS n"})
+            assert allowed["count"] == 1
+        async with await EventLog.open(settings) as log:
+            audit = [e.payload async for e in log.events(settings.audit_session)]
+    assert not (tmp_path / "written.csv").exists()
+    queries = [p for p in audit if p["tool"] == "memory_graph_query"]
+    assert [p["statement"] for p in queries] == [*attempts, "MATCH (n) RETURN count(n) AS n"]
+    assert [p["ok"] for p in queries] == [False, False, True]
+    assert all("read-only" in p["reason"] for p in queries[:2]) and "reason" not in queries[2]

@@ -58,7 +58,8 @@ class FileEditApplied(TaskRef, kw_only=True):
 
 
 class ToolCallCompleted(TaskRef, kw_only=True):
-    """`tool.call.completed`: an agent tool call returned. Only argument *names* are kept, never values."""
+    """`tool.call.completed`: an agent tool call returned. Only argument *names* are kept, never values,
+    except the Cypher of an (admin) graph query, which is the evidence of what was read or attempted."""
 
     tool: Name
     ok: bool
@@ -66,6 +67,8 @@ class ToolCallCompleted(TaskRef, kw_only=True):
     status: Name | None = None
     duration_ms: DurationMs | None = None
     error: str | None = None
+    statement: str | None = None
+    reason: str | None = None
 
 
 class TranscriptTurn(Payload, kw_only=True):

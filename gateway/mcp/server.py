@@ -32,6 +32,8 @@ from gateway.mcp.tools_memory import register_memory_tools
 log = logging.getLogger(__name__)
 _ARGUMENT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_.-]")
+AUDITED_STATEMENT_CHARS: Final = 2000
+"""The Cypher of a graph query is kept in its audit event up to here (what was read, or tried)."""
 INSTRUCTIONS: Final = (
     "Eventloom is this agent's event-sourced memory. Append what happens (memory_append: goals, tasks, "
     "decisions, observations, facts), ask with memory_checkout or context_assemble before answering, and "
@@ -143,6 +145,11 @@ class EventloomMCP(MCPServer):
         }
         if failure is not None:
             payload["error"] = failure.code
+        cypher = arguments.get("cypher")
+        if name == "memory_graph_query" and isinstance(cypher, str):
+            payload["statement"] = cypher[:AUDITED_STATEMENT_CHARS]
+            if failure is not None:
+                payload["reason"] = failure.message[:AUDITED_STATEMENT_CHARS]
         if isinstance(session, str) and SESSION_PATTERN.fullmatch(session):
             payload["target_session"] = session
         try:

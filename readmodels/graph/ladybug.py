@@ -25,6 +25,7 @@ from readmodels.graph.ladybug_schema import apply_migrations, typed_rel_ddl
 from readmodels.graph.ladybug_writes import write_plan
 from readmodels.graph.model import EventProjection
 from readmodels.graph.protocol import GraphQueryError, GraphStoreError, ReadOnlyQueryError
+from readmodels.graph.read_plan import refuse_ladybug_plan
 from readmodels.graph.records import (
     EntityVersion,
     EventRecord,
@@ -44,7 +45,7 @@ _WRITE_REFUSED = "read-only transaction"
 
 
 def run_rows(
-    connection: ladybug.Connection, cypher: str, params: Mapping[str, Any] | None
+    connection: ladybug.Connection, cypher: str | ladybug.PreparedStatement, params: Mapping[str, Any] | None
 ) -> list[dict[str, Any]]:
     result = connection.execute(cypher, dict(params or {}))
     results = result if isinstance(result, list) else [result]
@@ -190,12 +191,35 @@ class LadybugGraphStore:
             raise GraphStoreError("the graph store is not open")
         return run_rows(self._writer, cypher, params)
 
-    def _read(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    def _read(
+        self, cypher: str | ladybug.PreparedStatement, params: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
         if self._reader is None:
             if self._db is None:
                 raise GraphStoreError("the graph store is not open")
             self._reader = ladybug.Connection(self._db)
         return run_rows(self._reader, cypher, params)
+
+    def _plans(self, statement: str, params: Mapping[str, Any] | None) -> list[str]:
+        """The `EXPLAIN` text of `statement`: planned, not executed."""
+        rows = self._read(self._prepared(f"EXPLAIN {statement}"), params)
+        return [str(next(iter(row.values()), "")) for row in rows]
+
+    def _prepared(self, statement: str) -> ladybug.PreparedStatement:
+        """`statement` prepared as one statement, the engine's own parse: a second statement is an error
+        (a plain string would run every statement in it), and no Python object of the caller's frames can
+        be scanned (the driver rewrites `LOAD FROM <name>` in strings to do that)."""
+        if self._reader is None:
+            raise GraphStoreError("the graph store is not open")
+        prepared = ladybug.PreparedStatement(self._reader, statement)
+        if not prepared.is_success():
+            message = prepared.get_error_message()
+            if "multiple statements" in message:
+                raise ReadOnlyQueryError("one statement per query: graph queries are read-only")
+            if _WRITE_REFUSED in message:
+                raise ReadOnlyQueryError(f"graph queries are read-only; refused: {message}")
+            raise GraphQueryError(message)
+        return prepared
 
     def _rel_tables(self) -> set[str]:
         rows = self._write("CALL show_tables() RETURN name, type")
@@ -258,7 +282,8 @@ class LadybugGraphStore:
     def _query_sync(self, statement: str, params: Mapping[str, Any] | None) -> list[dict[str, Any]]:
         self._read("BEGIN TRANSACTION READ ONLY")
         try:
-            return self._read(statement, params)
+            refuse_ladybug_plan(self._plans(statement, params))
+            return self._read(self._prepared(statement), params)
         except RuntimeError as exc:
             if _WRITE_REFUSED in str(exc):
                 raise ReadOnlyQueryError(f"graph queries are read-only; refused: {exc}") from None

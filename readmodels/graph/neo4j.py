@@ -25,6 +25,7 @@ from readmodels.graph.model import EventProjection
 from readmodels.graph.neo4j_driver import NOT_GRAPH_LABELS, auto_commit, connect, fetch, unavailable_as_error
 from readmodels.graph.neo4j_schema import DEFAULT_VECTOR_DIMENSIONS, schema_plan
 from readmodels.graph.protocol import GraphQueryError, GraphStoreError, ReadOnlyQueryError
+from readmodels.graph.read_plan import refuse_neo4j_plan
 from readmodels.graph.records import (
     EntityVersion,
     EventRecord,
@@ -185,6 +186,8 @@ class Neo4jGraphStore:
         statement = single_read_statement(cypher)
 
         async def work(tx: AsyncManagedTransaction) -> list[Row]:
+            planned = await tx.run(f"EXPLAIN {statement}", dict(params or {}))
+            refuse_neo4j_plan((await planned.consume()).plan)
             return await fetch(tx, statement, params)
 
         try:
