@@ -5,7 +5,8 @@ the appends made by bench/load.py in a third process, as agents make them in pro
   1. incremental: N realistic events appended at full speed while the graph projector runs alongside;
   2. freshness: a steady append load while sampled events are timed from append ack to visible in the graph;
   3. rebuild: `projectors.rebuild.rebuild` of the whole stream into a fresh generation;
-  4. raw: plain LadybugDB `LOAD FROM <Arrow> ... MERGE` of as many entity nodes, the ceiling for comparison.
+  4. verification: what every consumer checks before it applies (hash, signature, chain link), alone;
+  5. raw: plain LadybugDB `LOAD FROM <Arrow> ... MERGE` of as many entity nodes, the ceiling for comparison.
 """
 
 from __future__ import annotations
@@ -27,8 +28,12 @@ import pyarrow as pa
 from common import console, load_process, load_records, machine, progress_bar, server_binary_version
 from load import CHUNK
 
+from eventloom.bus.consumer import read_stream
+from eventloom.event import decode_event
+from eventloom.keys import KeyStore
 from eventloom.log import EventLog
 from eventloom.settings import Settings
+from eventloom.trust import EventVerifier
 from gateway.node_process import NodeProcess
 from projectors.graph.plugin import EmbeddedGraphProjector
 from projectors.plugins import load_projector
@@ -116,6 +121,24 @@ async def freshness(
     return latencies, rate
 
 
+async def verification_rate(log: EventLog) -> float:
+    """What every consumer now does before it applies a batch (hash, signature, link), alone, events/s."""
+    events = [
+        decode_event(message.data)
+        async for message in read_stream(log.client, log.layout.name, log.layout.partition_subjects())
+    ]
+    verifier = EventVerifier(KeyStore(log.settings.data_dir), log.client, log.layout)
+    await verifier.open()
+    try:
+        started = time.perf_counter()
+        for start in range(0, len(events), 1000):
+            verdicts = await verifier.verify(events[start : start + 1000])
+            assert not any(verdicts), next(v for v in verdicts if v)
+        return len(events) / (time.perf_counter() - started)
+    finally:
+        verifier.close()
+
+
 def raw_ladybug_rate(count: int, directory: Path) -> float:
     """Plain upserts of `count` entity nodes, the fastest way the store itself writes: Arrow batches of
     2,000 rows, `LOAD FROM ... MERGE`, one transaction each."""
@@ -159,7 +182,11 @@ async def bench(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         projector = load_projector("graph", log.settings)
         assert isinstance(projector, EmbeddedGraphProjector)
         runner = ProjectorRunner(
-            log.client, log.layout, projector, options=RunnerOptions(batch=1000, fetch_timeout_s=0.1)
+            log.client,
+            log.layout,
+            projector,
+            options=RunnerOptions(batch=1000, fetch_timeout_s=0.1),
+            keys=KeyStore(log.settings.data_dir),
         )
         stop = asyncio.Event()
         task = asyncio.create_task(runner.run(stop))
@@ -172,10 +199,12 @@ async def bench(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         await task
         console.print("phase 3: rebuild")
         report = await rebuild(log, "graph")
+        console.print("phase 4: verification alone")
+        verify_rate = await verification_rate(log)
         await log.close()
     finally:
         node.stop()
-    console.print("phase 4: raw LadybugDB upsert")
+    console.print("phase 5: raw LadybugDB upsert")
     raw = await asyncio.to_thread(raw_ladybug_rate, report.events, root)
     quantiles = statistics.quantiles(latencies, n=20) if len(latencies) >= 2 else [latencies[0]] * 19
     return {
@@ -192,6 +221,8 @@ async def bench(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         },
         "raw_ladybug_upsert_per_s": round(raw, 1),
         "rebuild_to_raw_ratio": round(report.events_per_s / raw, 3) if raw else None,
+        "verify_events_per_s": round(verify_rate, 1),
+        "verify_share_of_rebuild": round(report.events_per_s / verify_rate, 3),
         "goals": {
             "rebuild_ge_5000_per_s": report.events_per_s >= 5000,
             "freshness_p95_lt_1s": quantiles[18] < 1.0,

@@ -8,6 +8,8 @@ from eventloom.errors import (
     NodeNotRunningError,
     SignatureError,
     UnknownKeyError,
+    UntrustedTailError,
+    WrongExpectedSeqError,
 )
 from eventloom.event import Event, citation, compute_hash, decode_event, encode_event
 from eventloom.log import EventLog
@@ -26,6 +28,8 @@ __all__ = [
     "Settings",
     "SignatureError",
     "UnknownKeyError",
+    "UntrustedTailError",
+    "WrongExpectedSeqError",
     "citation",
     "compute_hash",
     "decode_event",

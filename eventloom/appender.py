@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import logging
 import random
 from collections import deque
 from collections.abc import Sequence
@@ -19,11 +20,20 @@ from nats.js.kv import KeyValue
 
 from eventloom.bus.publish import publish_many
 from eventloom.bus.stream import StreamLayout
-from eventloom.errors import BusUnavailableError, ConcurrencyError, EventloomError, EventValidationError
+from eventloom.chain import ChainBreak, check_self, self_problem
+from eventloom.errors import (
+    BusUnavailableError,
+    ConcurrencyError,
+    EventloomError,
+    EventValidationError,
+    UntrustedTailError,
+    WrongExpectedSeqError,
+)
 from eventloom.event import Event, encode_event
-from eventloom.keys import Signer
+from eventloom.keys import Keyring, KeyStore, Signer
+from eventloom.quarantine import cleared_digests, message_digest
 from eventloom.sealing import Sealer
-from eventloom.tail import event_at, last_event
+from eventloom.tail import MalformedMessageError, event_at, last_event, valid_tail
 from eventloom.validation import (
     validate_actor,
     validate_caused_by,
@@ -31,6 +41,8 @@ from eventloom.validation import (
     validate_session,
     validate_type,
 )
+
+log = logging.getLogger(__name__)
 
 IDEMPOTENCY_BUCKET: Final = "EVENTLOOM_IDEMPOTENCY"
 WRONG_LAST_SEQUENCE: Final = 10071
@@ -56,6 +68,8 @@ class AppendRequest(msgspec.Struct, frozen=True, kw_only=True):
     payload: dict[str, Any] = msgspec.field(default_factory=dict)
     caused_by: list[str] = msgspec.field(default_factory=list)
     idempotency_key: str | None = None
+    expected_seq: int | None = None
+    """Append only if the session's newest event is this seq (0: only if the session is new)."""
 
     def validated(self) -> AppendRequest:
         validate_session(self.session)
@@ -68,6 +82,9 @@ class AppendRequest(msgspec.Struct, frozen=True, kw_only=True):
             raise EventValidationError(
                 "idempotency_key", f"must be 1-{MAX_IDEMPOTENCY_KEY} printable characters"
             )
+        expected = self.expected_seq
+        if expected is not None and (type(expected) is not int or expected < 0):
+            raise EventValidationError("expected_seq", "must be an integer >= 0 (0: the session must be new)")
         return self
 
 
@@ -113,8 +130,12 @@ class Appender:
         *,
         max_attempts: int = 20,
         publish_timeout: float = 10.0,
+        keys: KeyStore | None = None,
     ) -> None:
         self._client = client
+        self._keys = keys
+        self._keyring: Keyring | None = None
+        self._cleared: set[str] = set()
         self._js = client.jetstream(timeout=publish_timeout)
         self._layout = layout
         self._sealer = Sealer(signer)
@@ -132,6 +153,7 @@ class Appender:
         *,
         caused_by: Sequence[str] = (),
         idempotency_key: str | None = None,
+        expected_seq: int | None = None,
     ) -> Event:
         request = AppendRequest(
             session=session,
@@ -140,6 +162,7 @@ class Appender:
             payload=payload if payload is not None else {},
             caused_by=list(caused_by),
             idempotency_key=idempotency_key,
+            expected_seq=expected_seq,
         )
         return (await self.append_many([request]))[0]
 
@@ -194,6 +217,7 @@ class Appender:
             events: list[Event] = []
             try:
                 tail = writer.tail or await self._load_tail(writer)
+                _check_expected(writer.session, requests[0].expected_seq, tail.seq)
                 events = await self._sealer.seal(requests, tail.seq, tail.hash, tail.ts)
                 stream_seq = await self._publish(writer.subject, events, tail.stream_seq)
             except nats.js.errors.APIError as exc:
@@ -221,7 +245,7 @@ class Appender:
         await _jitter(attempt, base=0.1)
         try:
             stored = await last_event(self._client, self._layout, writer.session)
-        except _TRANSIENT:
+        except (*_TRANSIENT, MalformedMessageError):
             return False
         if stored is not None and stored.event.hash == events[-1].hash:
             writer.tail = _Tail(stored.event.seq, stored.event.hash, stored.event.ts, stored.stream_seq)
@@ -229,14 +253,41 @@ class Appender:
         return False
 
     async def _load_tail(self, writer: _SessionWriter) -> _Tail:
-        stored = await last_event(self._client, self._layout, writer.session)
+        """Chain onto the session's last valid event, never onto bytes someone published past us, and never
+        past an event signed by a key we do not know (it may be a peer's we were not told to trust)."""
+        if self._keys is not None and self._keyring is None:
+            self._keyring = await asyncio.to_thread(self._keys.load_keyring)
+        try:
+            found = await valid_tail(self._client, self._layout, writer.session, self._tail_problem)
+        except UntrustedTailError:
+            if self._keys is None:
+                raise
+            self._keyring = await asyncio.to_thread(self._keys.load_keyring)  # trusted since?
+            self._cleared = await cleared_digests(self._client)  # or reviewed as a forgery?
+            found = await valid_tail(self._client, self._layout, writer.session, self._tail_problem)
+        for stream_seq, reason in found.skipped:
+            log.warning("session %s: stream message %s skipped: %s", writer.session, stream_seq, reason)
+        stored = found.last_valid
         tail = (
-            _Tail()
+            _Tail(stream_seq=found.stream_seq)
             if stored is None
-            else _Tail(stored.event.seq, stored.event.hash, stored.event.ts, stored.stream_seq)
+            else _Tail(stored.event.seq, stored.event.hash, stored.event.ts, found.stream_seq)
         )
         writer.tail = tail
         return tail
+
+    def _tail_problem(self, event: Event) -> str | None:
+        if self._keyring is None:
+            return self_problem(event, None)
+        try:
+            check_self(event, self._keyring)
+        except ChainBreak as exc:
+            if not exc.unknown_key:
+                return exc.reason
+            if message_digest(encode_event(event)) in self._cleared:
+                return f"cleared from quarantine: {exc.reason}"
+            raise UntrustedTailError(event.session, event.seq, exc.reason) from None
+        return None
 
     async def _publish(self, subject: str, events: list[Event], expected_subject_seq: int) -> int:
         """Publish one event, or several as one atomic batch; returns the stream seq of the last."""
@@ -301,6 +352,7 @@ class Appender:
         for attempt in range(self._max_attempts):
             try:
                 tail = writer.tail or await self._load_tail(writer)
+                _check_expected(writer.session, request.expected_seq, tail.seq)
                 (event,) = await self._sealer.seal([request], tail.seq, tail.hash, tail.ts)
                 headers = {"Nats-Msg-Id": msg_id, "Nats-Expected-Last-Subject-Sequence": str(tail.stream_seq)}
                 ack = await self._js.publish(writer.subject, encode_event(event), headers=headers)
@@ -333,13 +385,26 @@ class Appender:
 
 
 def _take_chunk(queue: deque[_Pending], limit: int) -> list[_Pending]:
-    """Queued appends up to `limit`; an idempotency-keyed append always travels alone."""
+    """Queued appends up to `limit`; an idempotency-keyed append always travels alone, and one with an
+    expected seq starts a chunk of its own (the condition holds for the whole batch, or none of it lands)."""
     if queue[0].request.idempotency_key is not None:
         return [queue.popleft()]
-    chunk: list[_Pending] = []
-    while queue and len(chunk) < limit and queue[0].request.idempotency_key is None:
+    chunk = [queue.popleft()]
+    while (
+        queue
+        and len(chunk) < limit
+        and queue[0].request.idempotency_key is None
+        and queue[0].request.expected_seq is None
+    ):
         chunk.append(queue.popleft())
     return chunk
+
+
+def _check_expected(session: str, expected: int | None, actual: int) -> None:
+    """Against the tail the publish is guarded by: a stale cached tail fails the publish, is re-read, and
+    checked again, so a conflict is never missed."""
+    if expected is not None and expected != actual:
+        raise WrongExpectedSeqError(session, expected, actual)
 
 
 async def _remember(kv: KeyValue, key: str, stream_seq: int) -> None:

@@ -79,6 +79,20 @@ def check_link(event: Event, tip: ChainTip) -> ChainTip:
     return ChainTip(event.seq, event.hash)
 
 
+def self_problem(event: Event, keyring: Keyring | None) -> str | None:
+    """Why `event` is not valid on its own (None: it is); without a keyring, its form and hash only."""
+    try:
+        if keyring is None:
+            problem = envelope_problem(event)
+            if problem is None and compute_hash(event) != event.hash:
+                problem = "its hash does not match its content"
+            return problem
+        check_self(event, keyring)
+    except ChainBreak as exc:
+        return exc.reason
+    return None
+
+
 def check_self(event: Event, keyring: Keyring) -> None:
     """Envelope form, hash and signature of one event, without looking at its neighbours."""
     problem = envelope_problem(event)

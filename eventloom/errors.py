@@ -32,6 +32,33 @@ class ConcurrencyError(EventloomError):
     """Another writer kept winning the race for a session's tail; the append was not written."""
 
 
+class WrongExpectedSeqError(ConcurrencyError):
+    """The caller said "only if the session is at seq N" and it is not: nothing was appended."""
+
+    def __init__(self, session: str, expected: int, actual: int) -> None:
+        where = "new (no events)" if expected == 0 else f"at seq {expected}"
+        super().__init__(
+            f"expected_seq: session {session} was expected {where} but is at seq {actual}; nothing was "
+            "appended (read the session again and decide)"
+        )
+        self.session = session
+        self.expected = expected
+        self.actual = actual
+
+
+class UntrustedTailError(EventloomError):
+    """A session's newest event is signed by a key this node does not trust: appending would fork it."""
+
+    def __init__(self, session: str, seq: int, reason: str) -> None:
+        super().__init__(
+            f"session {session}: its newest event (seq {seq}) is not signed by a trusted "
+            f"key ({reason}); trust the signer's public key (`eventloom keys trust`) or, if it is a forgery, "
+            "remove it (`eventloom quarantine clear`), then append again"
+        )
+        self.session = session
+        self.seq = seq
+
+
 class BusUnavailableError(EventloomError):
     """NATS did not answer in time; the append may or may not have been stored (retry with a key)."""
 

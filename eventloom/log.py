@@ -26,7 +26,7 @@ class EventLog:
         self.layout = layout
         self.settings = settings
         self.signer = signer
-        self.appender = Appender(client, layout, signer)
+        self.appender = Appender(client, layout, signer, keys=KeyStore(settings.data_dir))
 
     @classmethod
     async def open(cls, settings: Settings, *, url: str | None = None, persistent: bool = True) -> EventLog:
@@ -57,9 +57,18 @@ class EventLog:
         *,
         caused_by: Sequence[str] = (),
         idempotency_key: str | None = None,
+        expected_seq: int | None = None,
     ) -> Event:
+        """Append one event; with `expected_seq`, only if the session is at that seq (0: is new), else
+        `WrongExpectedSeqError` and nothing is appended."""
         return await self.appender.append(
-            session, type, actor, payload, caused_by=caused_by, idempotency_key=idempotency_key
+            session,
+            type,
+            actor,
+            payload,
+            caused_by=caused_by,
+            idempotency_key=idempotency_key,
+            expected_seq=expected_seq,
         )
 
     async def append_many(self, requests: Sequence[AppendRequest]) -> list[Event]:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import time
 from pathlib import Path
 
 import msgspec
 
-from eventloom.bus.embedded import pid_alive
-from eventloom.errors import NodeNotRunningError
+from eventloom.errors import EventloomError, NodeNotRunningError
 from eventloom.settings import Settings
+
+LOCK_NAME = "node.lock"
 
 
 class RuntimeInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -30,12 +33,57 @@ def write_runtime(path: Path, info: RuntimeInfo) -> None:
 
 
 def read_runtime(path: Path) -> RuntimeInfo | None:
-    """The running node's info, or None when there is no file or its process is gone."""
+    """The running node's info, or None when there is no file or no live node holds the data dir's lock."""
     try:
         info = msgspec.json.decode(path.read_bytes(), type=RuntimeInfo)
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return None
-    return info if pid_alive(info.pid) else None
+    return info if node_lock_held(path.with_name(LOCK_NAME)) else None
+
+
+class NodeLock:
+    """A running node holds `<data>/node.lock` (flock) for its whole life. The kernel drops it the instant
+    the process dies, however it dies, so liveness never hangs on a pid that lingers as an unreaped zombie
+    after kill -9, or that another process was given since."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self, patience_s: float = 0.5) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = time.monotonic() + patience_s  # a probe's brief shared lock is not a node
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise EventloomError(
+                        f"a node is already running for {self.path.parent} (it holds {self.path})"
+                    ) from None
+                time.sleep(0.02)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing drops the lock
+            self._fd = None
+
+
+def node_lock_held(path: Path) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def resolve_nats_url(settings: Settings) -> str:

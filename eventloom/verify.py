@@ -12,12 +12,13 @@ from nats.aio.client import Client
 
 from eventloom.bus.consumer import read_stream
 from eventloom.bus.stream import StreamLayout
-from eventloom.chain import GENESIS, ChainBreak, ChainTip, check_next
+from eventloom.chain import GENESIS, ChainBreak, ChainTip, check_link, self_problem
 from eventloom.dlq import list_dead_letters
-from eventloom.event import decode_event, encode_event, utc_timestamp
+from eventloom.event import Event, decode_event, encode_event, utc_timestamp
 from eventloom.keys import Keyring
 from eventloom.ledger.files import iter_lines, ledger_path, ledger_sessions
 from eventloom.ledger.mirror import MIRROR_CONSUMER
+from eventloom.quarantine import Quarantined, cleared_digests, message_digest
 
 
 class Finding(msgspec.Struct, frozen=True):
@@ -35,6 +36,7 @@ class SessionReport(msgspec.Struct, kw_only=True):
     stream_events: int | None = None
     last_hash: str | None = None
     findings: list[Finding] = msgspec.field(default_factory=list)
+    quarantine_cleared: int = 0  # messages stepped over that an operator reviewed (`eventloom quarantine`)
 
     @property
     def first_broken_seq(self) -> int | None:
@@ -51,32 +53,62 @@ class VerifyReport(msgspec.Struct, kw_only=True):
 
 @dataclass
 class _ChainWalk:
-    """Walks one session's events in order and remembers the first break."""
+    """Walks one session's events in order and remembers the first break.
+
+    A ledger line that is not a valid event breaks the ledger. A stream message that is not one (bytes
+    published past the appender, a foreign signature) is quarantined instead: the appender and every
+    consumer step over it, so the walk does too, and `eventloom quarantine clear` deletes it.
+    """
 
     tip: ChainTip = GENESIS
     count: int = 0
     broken: ChainBreak | None = None
-    extra: list[int] = field(default_factory=list)
+    quarantined: list[Quarantined] = field(default_factory=list)
 
     def feed(self, session: str, line_or_event: bytes, keyring: Keyring, label: str) -> None:
         self.count += 1
         if self.broken is not None:
             return
-        try:
-            event = decode_event(line_or_event)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            self.broken = ChainBreak(session, self.tip.seq + 1, f"{label} is not a valid event: {exc}")
-            return
-        if encode_event(event) != line_or_event:
-            self.broken = ChainBreak(session, event.seq, f"{label} is not in canonical form")
-            return
-        if event.session != session:
-            self.broken = ChainBreak(session, event.seq, f"{label} belongs to session {event.session}")
+        own = _own_problem(session, line_or_event, keyring, self.tip.seq + 1, label)
+        if isinstance(own, ChainBreak):
+            self.broken = own
             return
         try:
-            self.tip = check_next(event, self.tip, keyring)
+            self.tip = check_link(own, self.tip)
         except ChainBreak as exc:
             self.broken = exc
+
+    def feed_message(self, session: str, data: bytes, keyring: Keyring, stream_seq: int) -> None:
+        if self.broken is not None:
+            self.count += 1
+            return
+        own = _own_problem(session, data, keyring, self.tip.seq + 1, f"stream message {stream_seq}")
+        if isinstance(own, ChainBreak):
+            self.quarantined.append(
+                Quarantined(stream_seq, session, own.seq, own.reason, message_digest(data))
+            )
+            return
+        self.count += 1
+        try:
+            self.tip = check_link(own, self.tip)
+        except ChainBreak as exc:
+            self.broken = exc
+
+
+def _own_problem(session: str, data: bytes, keyring: Keyring, at_seq: int, label: str) -> Event | ChainBreak:
+    """The event in `data`, or why it is not a valid event of `session` on its own."""
+    try:
+        event = decode_event(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        return ChainBreak(session, at_seq, f"{label} is not a valid event: {exc}")
+    if encode_event(event) != data:
+        return ChainBreak(session, event.seq, f"{label} is not in canonical form")
+    if event.session != session:
+        return ChainBreak(session, event.seq, f"{label} belongs to session {event.session}")
+    problem = self_problem(event, keyring)
+    if problem is not None:
+        return ChainBreak(session, event.seq, f"{label}: {problem}")
+    return event
 
 
 def verify_ledger_file(path: Path, session: str, keyring: Keyring) -> _ChainWalk:
@@ -131,8 +163,16 @@ async def verify_stream(
     async for message in read_stream(client, layout.name, subjects):
         name = message.subject.rsplit(".", 1)[-1]
         walk = walks.setdefault(name, _ChainWalk())
-        walk.feed(name, message.data, keyring, f"stream message {message.metadata.sequence.stream}")
+        walk.feed_message(name, message.data, keyring, message.metadata.sequence.stream)
     return walks
+
+
+async def find_quarantined(
+    client: Client, layout: StreamLayout, keyring: Keyring, session: str | None = None
+) -> list[Quarantined]:
+    """Every quarantined message (cleared ones included), in stream order."""
+    walks = await verify_stream(client, layout, keyring, session)
+    return sorted((q for walk in walks.values() for q in walk.quarantined), key=lambda q: q.stream_seq)
 
 
 async def wait_for_mirror(client: Client, layout: StreamLayout, timeout: float) -> bool:
@@ -167,6 +207,7 @@ async def verify_everything(
     )
     ledger = {r.session: r for r in ledger_reports}
     stream = await verify_stream(client, layout, keyring, session)
+    cleared = await cleared_digests(client)
     letters = [
         d for d in await list_dead_letters(client, MIRROR_CONSUMER) if not session or d.session == session
     ]
@@ -179,6 +220,9 @@ async def verify_everything(
             report.stream_events = walk.count
             if walk.broken is not None:
                 report.findings.append(Finding("stream", walk.broken.seq, walk.broken.reason))
+            open_ones = [q for q in walk.quarantined if q.digest not in cleared]
+            report.quarantine_cleared = len(walk.quarantined) - len(open_ones)
+            report.findings += [Finding("quarantine", q.seq, q.reason) for q in open_ones]
             _check_parity(report, walk)
         elif name != "?":
             report.findings.append(Finding("parity", 1, "session is in the ledger but not in the stream"))

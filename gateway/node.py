@@ -16,7 +16,7 @@ from eventloom.event import utc_timestamp
 from eventloom.keys import KeyStore
 from eventloom.ledger.mirror import LedgerMirror
 from eventloom.log import EventLog
-from eventloom.runtime import RuntimeInfo, write_runtime
+from eventloom.runtime import LOCK_NAME, NodeLock, RuntimeInfo, write_runtime
 from eventloom.settings import Settings
 from gateway.mcp.http import HttpGateway, serve_http
 from gateway.memory_role import MEMORY_PROJECTORS, LiveReadModels
@@ -45,6 +45,15 @@ class Node:
     async def run(self, stop: asyncio.Event) -> None:
         settings = self.settings
         await asyncio.to_thread(settings.data_dir.mkdir, parents=True, exist_ok=True)
+        lock = NodeLock(settings.data_dir / LOCK_NAME)
+        await asyncio.to_thread(lock.acquire)
+        try:
+            await self._run(stop)
+        finally:
+            lock.release()
+
+    async def _run(self, stop: asyncio.Event) -> None:
+        settings = self.settings
         keys = KeyStore(settings.data_dir)
         await asyncio.to_thread(keys.active_signer)  # generate the node's key on first start
         if self.url is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from eventloom.keys import KeyStore
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.memory_role import LiveReadModels
@@ -23,7 +24,13 @@ def enabled_producers(settings: Settings) -> list[str]:
 
 
 def projector_runner(log: EventLog, name: str, partitions: list[int] | None) -> ProjectorRunner:
-    return ProjectorRunner(log.client, log.layout, load_projector(name, log.settings), partitions=partitions)
+    return ProjectorRunner(
+        log.client,
+        log.layout,
+        load_projector(name, log.settings),
+        partitions=partitions,
+        keys=KeyStore(log.settings.data_dir),
+    )
 
 
 async def run_projector(
@@ -61,4 +68,11 @@ def producer_runner(log: EventLog, names: list[str], partitions: list[int] | Non
     """All `names` share one consumer: each event is delivered once for every producer."""
     producers = [load_producer(name, log.settings) for name in names]
     projection = ProducerProjection(producers, log, name="-".join(sorted(names)))
-    return ProjectorRunner(log.client, log.layout, projection, partitions=partitions, role="producer")
+    return ProjectorRunner(
+        log.client,
+        log.layout,
+        projection,
+        partitions=partitions,
+        role="producer",
+        keys=KeyStore(log.settings.data_dir),
+    )

@@ -22,6 +22,7 @@ import msgspec
 import nats.js.errors
 
 from eventloom.errors import EventloomError
+from eventloom.keys import KeyStore
 from eventloom.log import EventLog
 from projectors.plugins import load_projector
 from projectors.protocol import Projector, Rebuildable
@@ -110,6 +111,7 @@ async def _replay_into(
         role="rebuild",
         consumer=consumer,
         options=RunnerOptions(batch=batch, fetch_timeout_s=0.5, max_deliver=3),
+        keys=KeyStore(log.settings.data_dir),
     )
     total = int((await js.stream_info(log.layout.name)).state.last_seq)
     started = time.perf_counter()

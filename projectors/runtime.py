@@ -25,7 +25,9 @@ from eventloom.bus.stream import StreamLayout
 from eventloom.dlq import DeadLetter, dead_letter, forget_dead_letter, list_dead_letters, take_retry_requests
 from eventloom.errors import ReadModelBrokenError, ReadModelUnavailableError
 from eventloom.event import Event, decode_event
+from eventloom.keys import KeyStore
 from eventloom.tail import event_at
+from eventloom.trust import UNVERIFIED, EventVerifier
 from projectors.partitions import consumer_name
 from projectors.protocol import Projector, Rebuildable, SkipsSessions
 from projectors.status import StatsPublisher
@@ -50,6 +52,8 @@ class RunnerStats:
     applied: int = 0
     skipped: int = 0
     dead_lettered: int = 0
+    refused: int = 0  # events that failed verification (also counted in dead_lettered)
+    last_refusal: str | None = None
     retried: int = 0
     batches: int = 0
     paused_s: float = 0.0
@@ -75,8 +79,10 @@ class ProjectorRunner:
         options: RunnerOptions | None = None,
         role: str = "projector",
         consumer: str | None = None,
+        keys: KeyStore,
     ) -> None:
         self._client = client
+        self._verifier = EventVerifier(keys, client, layout)
         self._layout = layout
         self.projector = projector
         self._next_retry_check = 0.0
@@ -103,6 +109,7 @@ class ProjectorRunner:
     async def run(self, stop: asyncio.Event) -> None:
         await self._with_store(self.projector.open)  # a read model that is down at start is waited for
         await self._consumer.open()
+        await self._verifier.open()
         letters = await list_dead_letters(self._client, self.consumer)
         self._dead = {(d.session, d.seq) for d in letters if d.session is not None and d.seq is not None}
         if self.adopt_swaps:
@@ -115,11 +122,14 @@ class ProjectorRunner:
                 )
                 if messages:
                     await self.process(messages)
-                await self._stats_publisher.publish(self.stats.applied, self.stats.dead_lettered)
+                await self._stats_publisher.publish(
+                    self.stats.applied, self.stats.dead_lettered, self.stats.refused
+                )
                 await self._retry_requested()
                 await self._follow_swap()
         finally:
             self.ready.clear()
+            self._verifier.close()
             await self._consumer.close()
             await self.projector.close()
 
@@ -149,6 +159,7 @@ class ProjectorRunner:
                 continue
             ready.append(item)
             expected[event.session] = event.seq + 1
+        ready = await self._verified(ready)
         if not ready:
             return
         try:
@@ -161,6 +172,26 @@ class ProjectorRunner:
         for item in ready:
             await item.message.ack()
         self.stats.applied += len(ready)
+
+    async def _verified(self, items: list[_Item]) -> list[_Item]:
+        """The items whose event checks out (hash, signature, link); the rest are dead-lettered unapplied."""
+        if not items:
+            return items
+        reasons = await self._verifier.verify([item.event for item in items])
+        trusted: list[_Item] = []
+        for item, verdict in zip(items, reasons, strict=True):
+            reason = verdict
+            if reason is None and item.message.subject.rsplit(".", 1)[-1] != item.event.session:
+                reason = f"{UNVERIFIED}: an event of session {item.event.session} on {item.message.subject}"
+            if reason is None:
+                trusted.append(item)
+                continue
+            self.stats.refused += 1
+            self.stats.last_refusal = f"{item.event.session}#{item.event.seq}: {reason}"
+            stream_seq = item.message.metadata.sequence.stream
+            log.warning("%s: refused stream seq %s: %s", self.consumer, stream_seq, reason)
+            await self._dead_letter(item.message, None, reason, session=item.event.session)
+        return trusted
 
     async def _follow_swap(self) -> None:
         """After `eventloom rebuild` swapped in a new generation: reopen on it and continue where it ends."""
@@ -278,7 +309,10 @@ class ProjectorRunner:
                 attempt += 1
                 await asyncio.sleep(wait)
 
-    async def _dead_letter(self, message: Msg, event: Event | None, error: str, attempts: int = 1) -> None:
+    async def _dead_letter(
+        self, message: Msg, event: Event | None, error: str, attempts: int = 1, *, session: str | None = None
+    ) -> None:
+        """Dead-letter `message`; an unverified one has no `event` (nothing it claims is taken as true)."""
         self.stats.dead_lettered += 1
         if event is not None:
             self._dead.add((event.session, event.seq))
@@ -290,7 +324,7 @@ class ProjectorRunner:
                 subject=message.subject,
                 error=error,
                 attempts=attempts,
-                session=event.session if event else None,
+                session=event.session if event else session,
                 seq=event.seq if event else None,
                 data=message.data.decode("utf-8", "replace"),
             ),

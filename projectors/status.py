@@ -28,6 +28,7 @@ class RunnerReport(msgspec.Struct, frozen=True, kw_only=True):
     rate_per_s: float
     dead_lettered: int
     updated_at: str
+    refused: int = 0  # events that failed verification (hash, signature, link), also dead-lettered
 
 
 class ConsumerStatus(msgspec.Struct, frozen=True, kw_only=True):
@@ -38,6 +39,7 @@ class ConsumerStatus(msgspec.Struct, frozen=True, kw_only=True):
     dead_letters: int
     rate_per_s: float | None = None
     applied: int | None = None
+    refused: int | None = None
     updated_at: str | None = None
 
 
@@ -49,11 +51,14 @@ class StatsPublisher:
         self._consumer = consumer
         self._interval = interval_s
         self._last: tuple[float, int] | None = None
+        self._troubles = (0, 0)
 
-    async def publish(self, applied: int, dead_lettered: int) -> None:
+    async def publish(self, applied: int, dead_lettered: int, refused: int = 0) -> None:
         now = time.monotonic()
-        if self._last is not None and now - self._last[0] < self._interval:
-            return
+        troubles = (dead_lettered, refused)
+        if self._last is not None and now - self._last[0] < self._interval and troubles == self._troubles:
+            return  # a dead letter or a refusal is reported at once, progress every few seconds
+        self._troubles = troubles
         rate = 0.0 if self._last is None else (applied - self._last[1]) / max(now - self._last[0], 1e-6)
         self._last = (now, applied)
         report = RunnerReport(
@@ -62,6 +67,7 @@ class StatsPublisher:
             rate_per_s=round(rate, 1),
             dead_lettered=dead_lettered,
             updated_at=utc_timestamp(),
+            refused=refused,
         )
         with contextlib.suppress(nats.errors.Error, nats.js.errors.Error, asyncio.TimeoutError):
             bucket = await _bucket(self._client)
@@ -95,6 +101,7 @@ async def consumer_statuses(client: Client, layout: StreamLayout) -> list[Consum
                 dead_letters=letters.get(f"{DLQ_SUBJECT_ROOT}.{name}", 0),
                 rate_per_s=report.rate_per_s if report else None,
                 applied=report.applied if report else None,
+                refused=report.refused if report else None,
                 updated_at=report.updated_at if report else None,
             )
         )

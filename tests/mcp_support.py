@@ -107,6 +107,22 @@ async def exercise_limits(call: ToolCall) -> None:
     assert unknown.code == "unknown_tool"
     replay = await call("memory_replay", {"session": "limits"})
     assert replay["events"] == []
+    await exercise_expected_seq(call)
+
+
+async def exercise_expected_seq(call: ToolCall) -> None:
+    """Append only if nobody else has since the caller read the session: a conflict otherwise, and nothing
+    appended."""
+    note = {"session": "limits-cas", "type": "note.taken", "payload": {"text": "first"}}
+    assert (await call("memory_append", note | {"expected_seq": 0}))["seq"] == 1
+    stale = await failure(call, "memory_append", note | {"expected_seq": 0})
+    assert stale.code == "conflict" and stale.error["message"].startswith("expected_seq:")
+    assert "expected new" in stale.error["message"] and "at seq 1" in stale.error["message"]
+    assert (await call("memory_append", note | {"expected_seq": 1}))["seq"] == 2
+    negative = await failure(call, "memory_append", note | {"expected_seq": -1})
+    assert negative.code == "invalid_input" and negative.error["message"].startswith("expected_seq")
+    replay = await call("memory_replay", {"session": "limits-cas"})
+    assert [event["seq"] for event in replay["events"]] == [1, 2]
 
 
 @contextlib.asynccontextmanager

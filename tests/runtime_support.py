@@ -13,6 +13,7 @@ from typing import Any
 
 import nats.js.errors
 
+from eventloom.keys import KeyStore
 from eventloom.log import EventLog
 from projectors.protocol import Projector
 from projectors.runtime import ProjectorRunner, RunnerOptions
@@ -36,6 +37,7 @@ async def running(
     log: EventLog, projector: Projector, *, options: RunnerOptions = FAST, **kwargs: Any
 ) -> AsyncIterator[ProjectorRunner]:
     """A runner for `projector` in the background, stopped (gracefully) on exit."""
+    kwargs.setdefault("keys", KeyStore(log.settings.data_dir))
     runner = ProjectorRunner(log.client, log.layout, projector, options=options, **kwargs)
     stop = asyncio.Event()
     task = asyncio.create_task(runner.run(stop))

@@ -11,7 +11,7 @@ import pytest
 
 from eventloom.appender import AppendRequest
 from eventloom.chain import GENESIS, check_next
-from eventloom.errors import EventValidationError
+from eventloom.errors import EventValidationError, WrongExpectedSeqError
 from eventloom.event import Event
 from eventloom.keys import KeyStore
 from eventloom.log import EventLog
@@ -97,6 +97,45 @@ async def test_two_processes_appending_one_session_yield_one_linear_chain(
     for name in ("writer-a", "writer-b"):
         numbers = sorted(e.payload["n"] for e in stored if e.actor == name)
         assert numbers == list(range(400)), f"{name} lost or duplicated events"
+
+
+async def test_expected_seq_appends_only_at_that_seq(log: EventLog, settings: Settings) -> None:
+    assert (await log.append("cas", "note.added", "a", {"n": 1}, expected_seq=0)).seq == 1
+    with pytest.raises(WrongExpectedSeqError, match=r"expected new .* but is at seq 1") as caught:
+        await log.append("cas", "note.added", "a", {"n": 2}, expected_seq=0)
+    assert (caught.value.expected, caught.value.actual) == (0, 1)
+    assert (await log.append("cas", "note.added", "a", {"n": 2}, expected_seq=1)).seq == 2
+    batch = [
+        AppendRequest(
+            session="cas", type="note.added", actor="a", payload={"n": n}, expected_seq=1 if n == 3 else None
+        )
+        for n in (3, 4)
+    ]
+    with pytest.raises(WrongExpectedSeqError):
+        await log.append_many(batch)  # the condition covers the batch it starts: neither lands
+    with pytest.raises(EventValidationError, match="expected_seq"):
+        await log.append("cas", "note.added", "a", {}, expected_seq=-1)
+    assert [e.payload["n"] for e in [e async for e in log.events("cas")]] == [1, 2]
+
+
+async def test_expected_seq_lets_exactly_one_of_two_racing_writers_win(settings: Settings) -> None:
+    """Each writer read seq 1 and appends "only if still at 1": across processes' caches, one wins."""
+    first, second = await EventLog.open(settings), await EventLog.open(settings)
+    try:
+        await first.append("cas-race", "note.added", "a", {"n": 0})
+        await second.append("cas-race", "note.added", "b", {"n": 0}, expected_seq=1)  # warms b's tail cache
+        outcomes = await asyncio.gather(
+            first.append("cas-race", "note.added", "a", {"n": 1}, expected_seq=2),
+            second.append("cas-race", "note.added", "b", {"n": 1}, expected_seq=2),
+            return_exceptions=True,
+        )
+        stored = [e async for e in first.events("cas-race")]
+    finally:
+        await first.close()
+        await second.close()
+    assert sorted(type(o).__name__ for o in outcomes) == ["Event", "WrongExpectedSeqError"]
+    assert [e.seq for e in stored] == [1, 2, 3]
+    assert_linear_chain(stored, settings)
 
 
 async def test_idempotency_key_returns_the_original_event(log: EventLog) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import time
 from collections.abc import Iterator
@@ -11,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from eventloom.runtime import read_runtime
 from eventloom.settings import Settings
+from gateway.node_process import NodeProcess
 from readmodels.graph import ladybug_schema, neo4j_schema
 from tests.conftest import run_cli
 
@@ -144,6 +147,17 @@ def test_a_bad_line_rejects_the_whole_import(node: Settings, tmp_path: Path) -> 
     assert json.loads(run_cli(node, "status", "--json").stdout)["stream"]["messages"] == 0
 
 
+def test_expected_seq_conflict_exits_4_and_writes_nothing(node: Settings) -> None:
+    args = ["append", "--session", "cas", "--type", "note.added", "--actor", "a"]
+    assert run_cli(node, *args, "--expected-seq", "0").returncode == 0
+    conflict = run_cli(node, *args, "--expected-seq", "0")
+    assert conflict.returncode == 4 and "expected_seq" in conflict.stderr and "at seq 1" in conflict.stderr
+    assert appended(run_cli(node, *args, "--expected-seq", "1").stdout)[0]["seq"] == 2
+    both = run_cli(node, *args, "--expected-seq", "2", "--from", "/dev/null")
+    assert both.returncode == 2 and "--expected-seq" in both.stderr
+    assert json.loads(run_cli(node, "status", "--json").stdout)["stream"]["messages"] == 2
+
+
 def test_keys_rotate_and_old_events_still_verify(node: Settings) -> None:
     run_cli(node, "append", "--session", "k", "--type", "note.added", "--actor", "a")
     private = node.data_dir / "keys" / "private"
@@ -270,3 +284,23 @@ def test_graph_query_rebuild_and_schema_plan(node: Settings) -> None:
     assert neo["backend"] == "neo4j" and names == [
         m.name for m in neo4j_schema.schema_plan()
     ]  # no Neo4j needed
+
+
+def test_up_right_after_kill_9_is_not_refused(tmp_path: Path) -> None:
+    """The killed node is left unreaped (a zombie, whose pid still answers kill 0): its lock died with it."""
+    settings = Settings(data_dir=tmp_path / "data", projectors="none", producers="none")
+    first = NodeProcess(settings)
+    info = first.start()
+    second = run_cli(settings, "up", "--detach")
+    assert second.returncode == 1 and "already running" in second.stderr  # while it lives: refused
+    assert first.process is not None
+    first.process.send_signal(signal.SIGKILL)
+    time.sleep(0.2)
+    os.kill(info.pid, 0)  # still there as a zombie: a pid check would call it alive
+    assert read_runtime(settings.runtime_file) is None
+    again = NodeProcess(settings)
+    try:
+        assert again.start().pid != info.pid
+    finally:
+        again.stop()
+        first.process.wait()

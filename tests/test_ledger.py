@@ -14,6 +14,7 @@ from nacl.signing import SigningKey
 
 from eventloom.appender import AppendRequest
 from eventloom.dlq import list_dead_letters
+from eventloom.errors import UntrustedTailError
 from eventloom.event import Event, compute_hash, encode_event
 from eventloom.keys import KeyStore, Signer
 from eventloom.ledger.files import ledger_path
@@ -218,9 +219,12 @@ async def test_mirror_picks_up_a_key_trusted_after_it_started(log: EventLog, set
         other_dir = settings.data_dir.parent / "other-node"
         other = await EventLog.open(Settings(data_dir=other_dir, nats_url=settings.nats_url))
         try:
-            other_keys = KeyStore(other_dir).load_keyring().keys
-            for key in other_keys:
+            with pytest.raises(UntrustedTailError, match="eventloom keys trust"):
+                await other.append("s0", "note.added", "other-node", {"n": 99})  # it would fork s0
+            for key in KeyStore(other_dir).load_keyring().keys:
                 KeyStore(settings.data_dir).trust(key)
+            for key in KeyStore(settings.data_dir).load_keyring().keys:
+                KeyStore(other_dir).trust(key)
             await other.append("s0", "note.added", "other-node", {"n": 100})
             await caught_up(log)
         finally:

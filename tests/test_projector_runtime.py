@@ -12,6 +12,7 @@ import pytest
 
 from eventloom.appender import AppendRequest
 from eventloom.dlq import list_dead_letters, request_retry
+from eventloom.keys import KeyStore
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 from projectors.emitter import ProducerProjection
@@ -193,7 +194,9 @@ async def test_dlq_retry_applies_the_event_once_the_projector_is_fixed(
         batch=50, max_deliver=2, backoff_s=(0.05,), fetch_timeout_s=0.2, retry_check_s=0.1
     )
     projector = load_projector("type-counts", settings)
-    runner = ProjectorRunner(log.client, log.layout, projector, options=options)
+    runner = ProjectorRunner(
+        log.client, log.layout, projector, options=options, keys=KeyStore(settings.data_dir)
+    )
     stop = asyncio.Event()
     task = asyncio.create_task(runner.run(stop))
     try:
@@ -218,7 +221,13 @@ async def test_a_restart_while_an_event_waits_for_retry_keeps_its_session_in_ord
     await log.append("s0", "note.added", "t", {"explode": True})
     await log.append("s0", "note.added", "t", {"n": 3})
     patient = RunnerOptions(batch=50, max_deliver=10, backoff_s=(1.0,), fetch_timeout_s=0.2)
-    first = ProjectorRunner(log.client, log.layout, load_projector("type-counts", settings), options=patient)
+    first = ProjectorRunner(
+        log.client,
+        log.layout,
+        load_projector("type-counts", settings),
+        options=patient,
+        keys=KeyStore(settings.data_dir),
+    )
     stop = asyncio.Event()
     task = asyncio.create_task(first.run(stop))
     await asyncio.wait_for(first.ready.wait(), 15)

@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import ctypes
 import logging
-import os
 import shutil
 import signal
 import socket
@@ -183,13 +182,3 @@ def _read_int(path: Path) -> int | None:
         return int(path.read_text().strip())
     except (OSError, ValueError):
         return None
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -17,6 +17,7 @@ from gateway.cli import (
     mcp_cmds,
     memory_cmds,
     node_cmds,
+    quarantine_cmd,
     rebuild_cmd,
     schema_cmds,
     verify_cmd,
@@ -47,6 +48,7 @@ def _global_options(
 node_cmds.register(app)
 log_cmds.register(app)
 verify_cmd.register(app)
+quarantine_cmd.register(app)
 demo.register(app)
 worker_cmds.register(app)
 graph_cmds.register(app)

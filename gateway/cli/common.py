@@ -12,7 +12,7 @@ import msgspec
 import typer
 from rich.console import Console
 
-from eventloom.errors import EventloomError, EventValidationError, NodeNotRunningError
+from eventloom.errors import EventloomError, EventValidationError, NodeNotRunningError, WrongExpectedSeqError
 from eventloom.settings import Settings
 
 T = TypeVar("T")
@@ -20,6 +20,7 @@ console = Console(stderr=True)
 EXIT_INVALID = 2
 EXIT_NO_NODE = 3
 EXIT_FAILED = 1
+EXIT_CONFLICT = 4  # --expected-seq did not hold: nothing was written
 
 
 def settings_of(ctx: typer.Context) -> Settings:
@@ -43,6 +44,8 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
         fail(f"invalid input: {exc}", EXIT_INVALID)
     except NodeNotRunningError as exc:
         fail(str(exc), EXIT_NO_NODE)
+    except WrongExpectedSeqError as exc:
+        fail(str(exc), EXIT_CONFLICT)
     except EventloomError as exc:
         fail(str(exc), EXIT_FAILED)
     except KeyboardInterrupt:

@@ -27,6 +27,7 @@ class _ImportLine(msgspec.Struct, forbid_unknown_fields=True):
     payload: dict[str, Any] = msgspec.field(default_factory=dict)
     caused_by: list[str] = msgspec.field(default_factory=list)
     idempotency_key: str | None = None
+    expected_seq: int | None = None
 
 
 def register(app: typer.Typer) -> None:
@@ -45,12 +46,21 @@ def append(
     idempotency_key: Annotated[
         str | None, typer.Option(help="Repeat-safe key: a repeated key returns the original event")
     ] = None,
+    expected_seq: Annotated[
+        int | None,
+        typer.Option(
+            help="Append only if the session's newest event is this seq (0: only if it is new); "
+            "otherwise exit 4 and write nothing"
+        ),
+    ] = None,
     from_file: Annotated[
         Path | None, typer.Option("--from", help="JSONL file of {session, type, actor, payload} lines")
     ] = None,
 ) -> None:
     settings = settings_of(ctx)
     if from_file is not None:
+        if expected_seq is not None:
+            fail("--expected-seq: with --from, give expected_seq on the file's lines", EXIT_INVALID)
         requests = _read_import(from_file)
     else:
         missing = [
@@ -69,6 +79,7 @@ def append(
                 actor=actor,
                 payload=_parse_payload(payload),
                 idempotency_key=idempotency_key,
+                expected_seq=expected_seq,
             )
         ]
     _validate_all(requests)

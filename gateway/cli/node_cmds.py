@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import signal
@@ -23,6 +22,7 @@ from gateway.cli.common import EXIT_FAILED, console, fail, print_json, run, sett
 from gateway.cli.mcp_cmds import parse_listen
 from gateway.node import Node
 from gateway.node_process import NodeProcess
+from projectors.status import consumer_statuses
 
 _START_TIMEOUT_S = 30.0
 
@@ -110,12 +110,10 @@ def down(ctx: typer.Context) -> None:
     os.kill(info.pid, signal.SIGTERM)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(info.pid, 0)
-            time.sleep(0.1)
-            continue
-        console.print(f"node {info.pid} stopped")
-        return
+        if read_runtime(settings.runtime_file) is None:  # its lock is free: it is gone, reaped or not
+            console.print(f"node {info.pid} stopped")
+            return
+        time.sleep(0.1)
     fail(f"node {info.pid} did not stop within 20s", EXIT_FAILED)
 
 
@@ -134,15 +132,16 @@ def status(
         f"node: {node or 'not running'}  nats: {report['nats_url']}\n"
         f"stream {stream['name']}: {stream['messages']} events, {stream['bytes']} bytes, "
         f"{stream['partitions']} partitions, last seq {stream['last_seq']}; "
-        f"dead letters: {report['dead_letters']}"
+        f"dead letters: {report['dead_letters']} (refused as unverified: {report['refused']})"
     )
-    table = Table("consumer", "pending", "ack pending", "delivered")
+    table = Table("consumer", "pending", "ack pending", "delivered", "refused")
     for consumer in report["consumers"]:
         table.add_row(
             consumer["name"],
             str(consumer["pending"]),
             str(consumer["ack_pending"]),
             str(consumer["delivered"]),
+            str(consumer["refused"]),
         )
     console.print(table)
     console.print(f"ledger: {len(report['ledger'])} sessions in {settings.ledger_dir}")
@@ -156,6 +155,7 @@ async def _status(settings: Settings) -> dict[str, Any]:
         info = await jetstream_api(client, f"STREAM.INFO.{layout.name}")
         consumers = await jetstream_api(client, f"CONSUMER.LIST.{layout.name}")
         dlq = await jetstream_api(client, f"STREAM.INFO.{DLQ_STREAM}")
+        refused = {s.consumer: s.refused or 0 for s in await consumer_statuses(client, layout)}
     finally:
         await client.close()
     state = info.get("state", {})
@@ -187,10 +187,12 @@ async def _status(settings: Settings) -> dict[str, Any]:
                 "ack_pending": c.get("num_ack_pending", 0),
                 "delivered": c.get("delivered", {}).get("stream_seq", 0),
                 "durable": bool(c.get("config", {}).get("durable_name")),
+                "refused": refused.get(c["name"], 0),
             }
             for c in consumers.get("consumers") or []
         ],
         "dead_letters": dlq.get("state", {}).get("messages", 0),
+        "refused": sum(refused.values()),
         "ledger": await asyncio.to_thread(_ledger_summary, settings),
     }
 

@@ -67,11 +67,17 @@ def projector_status(ctx: typer.Context, as_json: JsonOption = False) -> None:
     if as_json:
         print_json(statuses)
         return
-    table = Table("consumer", "lag", "rate/s", "applied", "dead letters", "updated")
+    table = Table("consumer", "lag", "rate/s", "applied", "dead letters", "refused", "updated")
     for s in statuses:
         rate = "-" if s.rate_per_s is None else f"{s.rate_per_s:.1f}"
         table.add_row(
-            s.consumer, str(s.lag), rate, str(s.applied or "-"), str(s.dead_letters), s.updated_at or "-"
+            s.consumer,
+            str(s.lag),
+            rate,
+            str(s.applied or "-"),
+            str(s.dead_letters),
+            str(s.refused or "-"),
+            s.updated_at or "-",
         )
     console.print(table)
 

@@ -19,6 +19,8 @@ from eventloom.errors import (
     EventValidationError,
     NodeNotRunningError,
     ReadModelUnavailableError,
+    UntrustedTailError,
+    WrongExpectedSeqError,
 )
 from readmodels.graph.protocol import GraphStoreError
 from readmodels.query.protocol import MemoryUnavailableError
@@ -80,6 +82,15 @@ def failure_of(exc: BaseException) -> ToolFailure:
             return ToolFailure("invalid_input", _validation_message(exc))
         case QueryError() | EventValidationError() | msgspec.ValidationError() | GraphStoreError():
             return ToolFailure("invalid_input", str(exc))
+        case WrongExpectedSeqError():
+            return ToolFailure(
+                "conflict",
+                str(exc),
+                "Read the session again (memory_query or the resource), decide whether your append still "
+                "holds, and retry with the new expected_seq.",
+            )
+        case UntrustedTailError():
+            return ToolFailure("conflict", str(exc), "Ask an operator: see docs/operations.md, quarantine.")
         case ConcurrencyError():
             return ToolFailure("conflict", str(exc))
         case (

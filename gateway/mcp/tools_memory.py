@@ -66,11 +66,16 @@ def register_memory_tools(server: MCPServer, backend: Backend) -> None:
         actor: Annotated[str | None, Field(max_length=256, description="Default: the caller")] = None,
         caused_by: Annotated[list[EventHash], Field(max_length=64)] = [],  # noqa: B006 (pydantic copies)
         idempotency_key: Annotated[str | None, Field(max_length=256)] = None,
+        expected_seq: Annotated[
+            int | None,
+            Field(ge=0, description="Append only if the session's newest event is this seq (0: it is new)"),
+        ] = None,
     ) -> dict[str, Any]:
         """Append one typed event (hash-chained, signed) to a session's log and return its citation.
 
         Known types are validated against their schema (docs/event-types.md); errors name the field.
-        Pass an idempotency_key to make a retry safe."""
+        Pass an idempotency_key to make a retry safe, and expected_seq to append only if nobody else has
+        since you read the session (a `conflict` error otherwise, and nothing is appended)."""
         size = len(msgspec.json.encode(payload))
         if size > MAX_PAYLOAD_BYTES:
             raise ToolFailure(
@@ -83,6 +88,7 @@ def register_memory_tools(server: MCPServer, backend: Backend) -> None:
             payload,
             caused_by=caused_by,
             idempotency_key=idempotency_key,
+            expected_seq=expected_seq,
         )
         return appended(event)
 

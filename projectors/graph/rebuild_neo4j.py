@@ -21,7 +21,7 @@ import nats.js.errors
 
 from eventloom.errors import EventloomError
 from eventloom.event import Event, decode_event
-from eventloom.keys import Keyring
+from eventloom.keys import Keyring, KeyStore
 from eventloom.ledger.files import iter_lines, ledger_path, ledger_sessions
 from eventloom.log import EventLog
 from eventloom.settings import Settings
@@ -89,6 +89,7 @@ async def rebuild_neo4j_from_stream(
         role="rebuild",
         consumer=CONSUMER,
         options=RunnerOptions(batch=BATCH, fetch_timeout_s=0.5, max_deliver=3),
+        keys=KeyStore(log.settings.data_dir),
     )
     total = int((await js.stream_info(log.layout.name)).state.last_seq)
     try:
