@@ -21,11 +21,12 @@ ENV PATH=/opt/eventloom/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     EVENTLOOM_DATA_DIR=/data
 # A fixed non-root uid owns /data; a new named volume mounted there starts with this owner and mode (0700:
-# the data dir holds the node's private signing keys and the gateway's tokens).
+# the data dir holds the node's private signing keys and the gateway's tokens). /nats-auth likewise: compose's
+# nats-auth writes the NATS server's users there, for the nats container alone to read.
 RUN groupadd --system --gid 10001 eventloom \
     && useradd --system --uid 10001 --gid 10001 --home-dir /data --no-create-home \
         --shell /usr/sbin/nologin eventloom \
-    && install -d -o 10001 -g 10001 -m 0700 /data
+    && install -d -o 10001 -g 10001 -m 0700 /data /nats-auth
 COPY --from=build /opt/eventloom /opt/eventloom
 USER 10001:10001
 WORKDIR /data

@@ -44,6 +44,8 @@ from common import CpuMeter, console, machine, progress_bar, server_binary_versi
 from nats.js.api import StorageType, StreamConfig
 
 from eventloom.appender import AppendRequest
+from eventloom.bus.auth import NatsCredentials
+from eventloom.bus.connection import credentials_of
 from eventloom.event import ENVELOPE_VERSION, Event, encode_event, utc_timestamp
 from eventloom.ledger.files import ledger_path
 from eventloom.ledger.mirror import MIRROR_CONSUMER
@@ -140,10 +142,17 @@ def chunks(items: list[AppendRequest], size: int) -> Iterator[list[AppendRequest
 
 
 async def raw_publish(
-    url: str, message: bytes, subjects: list[str], count: int, max_pending: int, label: str
+    url: str,
+    credentials: NatsCredentials | None,
+    message: bytes,
+    subjects: list[str],
+    count: int,
+    max_pending: int,
+    label: str,
 ) -> float:
     """Acked messages per second of plain `js.publish_async` (no headers) to the BENCHRAW stream."""
-    nc = await nats.connect(url, name="bench-raw")
+    login = {"user": credentials.user, "password": credentials.password} if credentials else {}
+    nc = await nats.connect(url, name="bench-raw", **login)
     try:
         js = nc.jetstream(timeout=30, publish_async_max_pending=max_pending)
         config = StreamConfig(
@@ -283,8 +292,9 @@ async def _bench(args: argparse.Namespace, data_dir: Path, url: str, node: Runti
     meter = CpuMeter(node)
     cpu: dict[str, dict[str, float]] = {}
     meter.start()
+    admin = credentials_of(Settings(data_dir=data_dir))  # the node's own bus, as its operator
     raw_before = await raw_publish(
-        url, message, raw_subjects, args.events, args.raw_max_pending, "raw publish_async (before)"
+        url, admin, message, raw_subjects, args.events, args.raw_max_pending, "raw publish_async (before)"
     )
     cpu["raw_before"] = meter.stop()
 
@@ -312,7 +322,7 @@ async def _bench(args: argparse.Namespace, data_dir: Path, url: str, node: Runti
 
     meter.start()
     raw_after = await raw_publish(
-        url, message, raw_subjects, args.events, args.raw_max_pending, "raw publish_async (after)"
+        url, admin, message, raw_subjects, args.events, args.raw_max_pending, "raw publish_async (after)"
     )
     cpu["raw_after"] = meter.stop()
     raw_rate = (raw_before + raw_after) / 2

@@ -9,7 +9,7 @@ from typing import Any
 from nats.aio.client import Client
 
 from eventloom.appender import Appender, AppendRequest
-from eventloom.bus.connection import connect
+from eventloom.bus.connection import connect, credentials_of
 from eventloom.bus.consumer import read_stream
 from eventloom.bus.stream import StreamLayout, ensure_stream
 from eventloom.event import Event, decode_event
@@ -30,7 +30,12 @@ class EventLog:
 
     @classmethod
     async def open(cls, settings: Settings, *, url: str | None = None, persistent: bool = True) -> EventLog:
-        client = await connect(url or resolve_nats_url(settings), name="eventloom-log", persistent=persistent)
+        client = await connect(
+            url or resolve_nats_url(settings),
+            name="eventloom-log",
+            persistent=persistent,
+            credentials=credentials_of(settings),
+        )
         try:
             layout = await ensure_stream(client, settings)
             signer = await asyncio.to_thread(KeyStore(settings.data_dir).active_signer)

@@ -52,6 +52,8 @@ class Settings:
     tokens_path: Path | None = None  # the HTTP gateway's bearer tokens (default <data>/tokens.json)
     audit_session: str = "eventloom-audit"  # where the gateway appends its `tool.call.completed` audit
     gateway_rate: float = 50.0  # HTTP gateway: calls per second per token, bursts of twice that
+    nats_user: str | None = None  # a role's NATS user (default: the data dir's admin, for the operator)
+    nats_password: str = field(default="", repr=False)
 
     def __post_init__(self) -> None:
         if not 1 <= self.partitions <= 1024:
@@ -94,6 +96,8 @@ class Settings:
             else None,
             audit_session=os.environ.get("EVENTLOOM_AUDIT_SESSION") or "eventloom-audit",
             gateway_rate=float(os.environ.get("EVENTLOOM_GATEWAY_RATE") or 50.0),
+            nats_user=os.environ.get("EVENTLOOM_NATS_USER") or None,
+            nats_password=os.environ.get("EVENTLOOM_NATS_PASSWORD", ""),
         )
 
     def to_env(self) -> dict[str, str]:
@@ -120,6 +124,9 @@ class Settings:
             env["EVENTLOOM_NATS_URL"] = self.nats_url
         if self.neo4j_uri:
             env["NEO4J_URI"] = self.neo4j_uri
+        if self.nats_user:
+            env["EVENTLOOM_NATS_USER"] = self.nats_user
+            env["EVENTLOOM_NATS_PASSWORD"] = self.nats_password
         return env
 
     def enabled(self, kind: str, installed: list[str]) -> list[str]:

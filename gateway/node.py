@@ -9,7 +9,8 @@ import logging
 import os
 from collections.abc import Awaitable, Callable
 
-from eventloom.bus.connection import connect
+from eventloom.bus.auth import authorization_block, ensure_passwords
+from eventloom.bus.connection import connect, credentials_of
 from eventloom.bus.embedded import EmbeddedNats
 from eventloom.bus.stream import ensure_stream
 from eventloom.event import utc_timestamp
@@ -57,10 +58,15 @@ class Node:
         keys = KeyStore(settings.data_dir)
         await asyncio.to_thread(keys.active_signer)  # generate the node's key on first start
         if self.url is None:
-            self.embedded = EmbeddedNats(settings.nats_dir, settings.sync)
+            passwords = await asyncio.to_thread(ensure_passwords, settings.data_dir)
+            self.embedded = EmbeddedNats(
+                settings.nats_dir,
+                settings.sync,
+                authorization=authorization_block(passwords, settings.stream),
+            )
             self.url = await self.embedded.start()
             self.embedded.on_restart = lambda: asyncio.to_thread(self._write_runtime)
-        client = await connect(self.url, name="eventloom-node")
+        client = await connect(self.url, name="eventloom-node", credentials=credentials_of(settings))
         event_log: EventLog | None = None
         try:
             layout = await ensure_stream(client, settings)

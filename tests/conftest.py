@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -41,11 +42,11 @@ def _free_port() -> int:
 class NatsServer:
     """A real nats-server process with JetStream on a temp store; can be killed and restarted."""
 
-    def __init__(self, root: Path, sync: str = "default") -> None:
+    def __init__(self, root: Path, sync: str = "default", authorization: str = "") -> None:
         self.root = root
         self.port = _free_port()
         self.config = root / "nats.conf"
-        self.config.write_text(server_config(root / "store", self.port, sync))
+        self.config.write_text(server_config(root / "store", self.port, sync, authorization=authorization))
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -152,3 +153,21 @@ def neo4j_restartable() -> Iterator[LocalNeo4j]:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for reason in dict.fromkeys(_neo4j_skipped):
         terminalreporter.write_line(f"NEO4J TESTS SKIPPED: {reason}", yellow=True, bold=True)
+
+
+@pytest.fixture
+def authenticated_nats(tmp_path: Path) -> Iterator[tuple[NatsServer, Settings]]:
+    """An existing NATS server set up from `eventloom nats config`: no anonymous client, a user per role."""
+    settings = Settings(data_dir=tmp_path / "data")
+    config = subprocess.run(
+        [sys.executable, "-m", "gateway", "--data-dir", str(settings.data_dir), "nats", "config"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+    ).stdout
+    (tmp_path / "nats").mkdir()
+    server = NatsServer(tmp_path / "nats", authorization=config)
+    server.start()
+    yield server, replace(settings, nats_url=server.url)
+    server.stop()

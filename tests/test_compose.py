@@ -12,7 +12,7 @@ import ast
 import re
 import subprocess
 import tomllib
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -44,8 +44,9 @@ DOCKERFILE = ROOT / "Dockerfile"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 EVENTLOOM_SERVICES = ("ledger", "query", "producers", "gateway")
-EXPECTED_SERVICES = {"nats", "neo4j", *EVENTLOOM_SERVICES}
-EXPECTED_VOLUMES = {"nats-data", "neo4j-data", "eventloom-data"}
+ONE_SHOT_SERVICES = ("nats-auth",)  # run to completion before NATS starts: no healthcheck to wait for
+EXPECTED_SERVICES = {"nats", "neo4j", *EVENTLOOM_SERVICES, *ONE_SHOT_SERVICES}
+EXPECTED_VOLUMES = {"nats-data", "nats-auth", "neo4j-data", "eventloom-data"}
 EXPECTED_PUBLISHED = {4222, 7474, 7687, 8787}
 HEALTHY = {"condition": "service_healthy"}
 
@@ -204,11 +205,33 @@ def test_neo4j_is_the_tested_image_with_a_valid_password() -> None:
     assert "cypher-shell" in probe or ":7474" in probe
 
 
+def test_nats_accepts_only_the_role_users_nats_auth_generates() -> None:
+    """nats-auth writes the authorization block where NATS reads it, before NATS starts; each eventloom
+    service connects as its role, whose password it finds on the shared data volume."""
+    found = services()
+    auth = found["nats-auth"]
+    path, params = resolve(command_argv(auth))
+    assert path == ["nats", "config"] and params["output"] is not None
+    written = PurePosixPath(str(params["output"]))
+    nats = found["nats"]
+    argv = argv_of(nats["command"])
+    config = PurePosixPath(argv[argv.index("-c") + 1])
+    assert config == written
+    assert named_volume_mount(nats, str(config)) == named_volume_mount(auth, str(written)) == "nats-auth"
+    assert named_volume_mount(auth, "/data/nats/credentials.json") == "eventloom-data"
+    assert nats["depends_on"]["nats-auth"] == {"condition": "service_completed_successfully"}
+    users = {name: environment(found[name]).get("EVENTLOOM_NATS_USER") for name in EVENTLOOM_SERVICES}
+    assert users == {"ledger": "admin", "query": "query", "producers": "producer", "gateway": "gateway"}
+    assert all("EVENTLOOM_NATS_PASSWORD" not in environment(found[n]) for n in EVENTLOOM_SERVICES)
+
+
 # --- healthchecks and dependencies -------------------------------------------------------------------------
 
 
 def test_every_service_has_a_healthcheck() -> None:
     for name, service in services().items():
+        if name in ONE_SHOT_SERVICES:
+            continue
         check = service.get("healthcheck")
         assert isinstance(check, dict), f"{name}: no healthcheck"
         assert not check.get("disable"), name
@@ -301,7 +324,9 @@ def names_from_env_reads() -> set[str]:
 
 
 def known_names() -> set[str]:
-    everything = Settings(nats_url="nats://x:4222", graph_backend="neo4j", neo4j_uri="bolt://x:7687")
+    everything = Settings(
+        nats_url="nats://x:4222", graph_backend="neo4j", neo4j_uri="bolt://x:7687", nats_user="x"
+    )
     return set(everything.to_env())
 
 

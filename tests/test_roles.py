@@ -5,6 +5,7 @@ client over HTTP calling every tool through them; a clean stop."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -18,7 +19,7 @@ import pytest
 
 from eventloom.settings import Settings
 from gateway.mcp.tokens import add_token
-from tests.conftest import REPO
+from tests.conftest import REPO, NatsServer
 from tests.mcp_support import exercise_every_tool, http_tools
 
 pytestmark = pytest.mark.slow
@@ -87,20 +88,36 @@ class Roles:
 
 
 @pytest.fixture
-def roles(settings: Settings, tmp_path: Path) -> Iterator[Roles]:
-    deployment = Roles(settings, tmp_path)
+def roles(authenticated_nats: tuple[NatsServer, Settings], tmp_path: Path) -> Iterator[Roles]:
+    deployment = Roles(authenticated_nats[1], tmp_path)
     yield deployment
     deployment.stop()
 
 
-def test_the_roles_run_as_separate_processes(roles: Roles, settings: Settings) -> None:
-    roles.start("ledger", "up", EVENTLOOM_PROJECTORS="none", EVENTLOOM_PRODUCERS="none")
+def role_env(settings: Settings, role: str) -> dict[str, str]:
+    """What an operator hands to the role's process: `eventloom nats credentials ROLE --json`."""
+    printed = subprocess.run(
+        [sys.executable, "-m", "gateway", "--data-dir", str(settings.data_dir), "nats", "credentials", role,
+         "--json"],
+        capture_output=True, text=True, check=True, cwd=REPO,
+    ).stdout  # fmt: skip
+    env: dict[str, str] = json.loads(printed)
+    return env
+
+
+def test_the_roles_run_as_separate_processes(
+    roles: Roles, authenticated_nats: tuple[NatsServer, Settings]
+) -> None:
+    settings = authenticated_nats[1]
+    roles.start("ledger", "up", EVENTLOOM_PROJECTORS="none", EVENTLOOM_PRODUCERS="none")  # as admin
     roles.healthy("ledger")  # first: it creates the stream and the signing key the others share
-    roles.start("query", "query", "serve")
-    roles.start("producers", "producer", "run", "decision_citation", "retraction", "causal")
+    roles.start("query", "query", "serve", **role_env(settings, "query"))
+    producers = ("producer", "run", "decision_citation", "retraction", "causal")
+    roles.start("producers", *producers, **role_env(settings, "producer"))
     token = add_token(settings.tokens_file, "operator", "admin", ["*"])
     port = free_port()
-    roles.start("gateway", "gateway", "http", "--listen", f"127.0.0.1:{port}")
+    gateway = role_env(settings, "gateway")
+    roles.start("gateway", "gateway", "http", "--listen", f"127.0.0.1:{port}", **gateway)
     roles.healthy("query")
     roles.healthy("gateway", "--url", f"http://127.0.0.1:{port}/healthz")
 

@@ -8,10 +8,31 @@ import nats
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 
+from eventloom.bus.auth import NatsCredentials, role_credentials
 from eventloom.errors import NodeNotRunningError
+from eventloom.settings import Settings
 
 
-async def connect(url: str, *, name: str = "eventloom", persistent: bool = True) -> Client:
+def credentials_of(settings: Settings) -> NatsCredentials | None:
+    """`EVENTLOOM_NATS_USER`/`_PASSWORD` when set (a role's own; the user alone: that role's password from
+    the data dir), else the data dir's admin (the operator's processes on the node's own data dir), else none
+    (a NATS server without authentication)."""
+    if settings.nats_user and settings.nats_password:
+        return NatsCredentials(settings.nats_user, settings.nats_password)
+    if settings.nats_user:  # a role on the node's data volume: its password is in the credentials file
+        return role_credentials(settings.data_dir, settings.nats_user) or NatsCredentials(
+            settings.nats_user, ""
+        )
+    return role_credentials(settings.data_dir, "admin")
+
+
+async def connect(
+    url: str,
+    *,
+    name: str = "eventloom",
+    persistent: bool = True,
+    credentials: NatsCredentials | None = None,
+) -> Client:
     """Connect to NATS.
 
     `persistent` connections (node roles, appenders) reconnect forever with a short wait, so a restarted
@@ -26,11 +47,38 @@ async def connect(url: str, *, name: str = "eventloom", persistent: bool = True)
         "ping_interval": 5,
         "max_outstanding_pings": 3,
     }
+    if credentials is not None:
+        options |= {"user": credentials.user, "password": credentials.password}
+    if persistent:  # its first connect would retry a refusal forever: learn it from a one-shot first
+        await _refused_or_not(url, options, credentials)
     try:
         client: Client = await nats.connect(url, **options)
     except Exception as exc:
+        _raise_refusal(exc, url, credentials)
         raise NodeNotRunningError(f"cannot reach NATS at {url}: {exc}") from exc
     return client
+
+
+async def _refused_or_not(url: str, options: dict[str, Any], credentials: NatsCredentials | None) -> None:
+    async def quiet(error: Exception) -> None:
+        return None
+
+    probe = options | {"allow_reconnect": False, "max_reconnect_attempts": 0, "error_cb": quiet}
+    try:
+        client = await nats.connect(url, **probe)
+    except Exception as exc:
+        _raise_refusal(exc, url, credentials)
+        return  # not reachable yet: the persistent connection waits for it
+    await client.close()
+
+
+def _raise_refusal(exc: BaseException, url: str, credentials: NatsCredentials | None) -> None:
+    if "authorization" in str(exc).lower():
+        who = f"as {credentials.user}" if credentials else "without credentials"
+        raise NodeNotRunningError(
+            f"NATS at {url} refused the connection {who}: set EVENTLOOM_NATS_USER and "
+            "EVENTLOOM_NATS_PASSWORD to a role's credentials (`eventloom nats credentials ROLE`)"
+        ) from exc
 
 
 def jetstream(client: Client, timeout: float = 10.0) -> JetStreamContext:

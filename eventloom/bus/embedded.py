@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from eventloom.errors import EventloomError
+from eventloom.keys import atomic_write
 
 log = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1
@@ -58,10 +59,13 @@ def _die_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def server_config(store_dir: Path, port: int, sync: str, host: str = "127.0.0.1") -> str:
+def server_config(
+    store_dir: Path, port: int, sync: str, host: str = "127.0.0.1", authorization: str = ""
+) -> str:
     sync_line = "" if sync == "default" else f'  sync_interval: "{sync}"\n'
     return (
         f'listen: {host}:{port}\nmax_payload: 4MB\njetstream {{\n  store_dir: "{store_dir}"\n{sync_line}}}\n'
+        + authorization
     )
 
 
@@ -72,9 +76,13 @@ class EmbeddedNats:
     reconnect to the same URL.
     """
 
-    def __init__(self, nats_dir: Path, sync: str = "default", *, supervise: bool = True) -> None:
+    def __init__(
+        self, nats_dir: Path, sync: str = "default", *, supervise: bool = True, authorization: str = ""
+    ) -> None:
+        """`authorization`: the config's `authorization` block (`eventloom.bus.auth`); empty: open."""
         self.nats_dir = nats_dir
         self.sync = sync
+        self.authorization = authorization
         self.supervise = supervise
         self.port = 0
         self._process: asyncio.subprocess.Process | None = None
@@ -97,8 +105,10 @@ class EmbeddedNats:
         remembered = await asyncio.to_thread(_read_int, port_file)
         self.port = free_port(remembered)
         config_path = self.nats_dir / "nats.conf"
-        config = server_config(self.nats_dir / "store", self.port, self.sync)
-        await asyncio.to_thread(config_path.write_text, config)
+        config = server_config(
+            self.nats_dir / "store", self.port, self.sync, authorization=self.authorization
+        )
+        await asyncio.to_thread(atomic_write, config_path, config.encode(), mode=0o600)  # it holds passwords
         await asyncio.to_thread(port_file.write_text, f"{self.port}\n")
         await self._spawn(config_path)
         if self.supervise:

@@ -6,6 +6,7 @@ import hashlib
 from typing import Any, Final
 
 import msgspec
+import nats.errors
 from nats.aio.client import Client
 
 from eventloom.errors import EventloomError
@@ -66,8 +67,13 @@ async def ensure_stream(client: Client, settings: Settings) -> StreamLayout:
         partitions = int(existing.get("metadata", {}).get(PARTITIONS_METADATA_KEY, partitions))
         replicas = max(replicas, int(existing.get("num_replicas", 1)))
     config = _stream_config(name, partitions, settings.duplicate_window_s, replicas)
+    if existing is not None and not _differs(existing, config):
+        await _ensure_dlq(client, replicas)  # nothing to change: no admin right needed
+        return StreamLayout(
+            name=name, partitions=partitions, atomic_batches=bool(existing.get("allow_atomic"))
+        )
     verb = f"STREAM.UPDATE.{name}" if existing is not None else f"STREAM.CREATE.{name}"
-    response = await jetstream_api(client, verb, config)
+    response = await _admin_api(client, verb, config)
     if "error" in response and config.pop("allow_atomic", None):
         response = await jetstream_api(client, verb, config)  # servers before 2.12 lack atomic batches
     if "error" in response:
@@ -119,10 +125,36 @@ async def _ensure_dlq(client: Client, replicas: int) -> None:
         "max_msg_size": _MAX_MSG_BYTES * 2,
     }
     info = await jetstream_api(client, f"STREAM.INFO.{DLQ_STREAM}")
+    if "error" not in info and not _differs(info["config"], config):
+        return
     verb = "UPDATE" if "error" not in info else "CREATE"
-    response = await jetstream_api(client, f"STREAM.{verb}.{DLQ_STREAM}", config)
+    response = await _admin_api(client, f"STREAM.{verb}.{DLQ_STREAM}", config)
     if "error" in response:
         raise EventloomError(f"stream {DLQ_STREAM}: {response['error'].get('description')}")
+
+
+def _differs(existing: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    """Whether applying `wanted` would change the stream (keys the server adds or drops do not count)."""
+    for key, value in wanted.items():
+        if key == "allow_atomic":
+            continue  # servers before 2.12 drop it: not a difference to correct
+        if key == "metadata":
+            if any(existing.get("metadata", {}).get(k) != v for k, v in value.items()):
+                return True
+        elif existing.get(key) != value:
+            return True
+    return False
+
+
+async def _admin_api(client: Client, verb: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A stream change: only the bus's admin may make one, and the server drops anyone else's silently."""
+    try:
+        return await jetstream_api(client, verb, body)
+    except nats.errors.TimeoutError:
+        raise EventloomError(
+            f"{verb}: no answer; creating or changing a stream needs the admin credential (start the "
+            "node that owns the stream first, or connect as admin)"
+        ) from None
 
 
 async def subject_counts(client: Client, stream: str, subject_filter: str) -> dict[str, int]:

@@ -16,6 +16,7 @@ from gateway.cli import (
     log_cmds,
     mcp_cmds,
     memory_cmds,
+    nats_cmds,
     node_cmds,
     quarantine_cmd,
     rebuild_cmd,
@@ -49,6 +50,7 @@ node_cmds.register(app)
 log_cmds.register(app)
 verify_cmd.register(app)
 quarantine_cmd.register(app)
+nats_cmds.register(app)
 demo.register(app)
 worker_cmds.register(app)
 graph_cmds.register(app)

@@ -12,7 +12,7 @@ import nats.js.errors
 import typer
 from nats.aio.client import Client
 
-from eventloom.bus.connection import connect
+from eventloom.bus.connection import connect, credentials_of
 from eventloom.bus.stream import describe_stream
 from eventloom.ledger.mirror import MIRROR_CONSUMER
 from eventloom.runtime import read_runtime, resolve_nats_url
@@ -55,7 +55,12 @@ def ledger(ctx: typer.Context, as_json: JsonOption = False) -> None:
 async def _asked(settings: Settings, ask: Callable[[Client], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
     """`ask` on a fresh NATS connection; whatever goes wrong becomes the `reason` of an unhealthy report."""
     try:
-        client = await connect(resolve_nats_url(settings), name="eventloom-health", persistent=False)
+        client = await connect(
+            resolve_nats_url(settings),
+            name="eventloom-health",
+            persistent=False,
+            credentials=credentials_of(settings),
+        )
     except Exception as exc:
         return {"reason": f"NATS: {exc}"}
     try:

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from eventloom.bus.connection import connect
+from eventloom.bus.connection import connect, credentials_of
 from eventloom.bus.stream import DLQ_STREAM, describe_stream, jetstream_api
 from eventloom.errors import EventloomError
 from eventloom.ledger.files import ledger_path, ledger_sessions, read_tip
@@ -149,7 +149,9 @@ def status(
 
 async def _status(settings: Settings) -> dict[str, Any]:
     url = resolve_nats_url(settings)
-    client = await connect(url, name="eventloom-status", persistent=False)
+    client = await connect(
+        url, name="eventloom-status", persistent=False, credentials=credentials_of(settings)
+    )
     try:
         layout = await describe_stream(client, settings.stream)
         info = await jetstream_api(client, f"STREAM.INFO.{layout.name}")

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from eventloom.bus.connection import connect
+from eventloom.bus.connection import connect, credentials_of
 from eventloom.bus.stream import describe_stream
 from eventloom.keys import Keyring
 from eventloom.quarantine import Quarantined, clear_quarantined, cleared_digests
@@ -90,7 +90,12 @@ def _print(found: list[Quarantined]) -> None:
 async def _find(
     settings: Settings, keyring: Keyring, session: str | None, show_all: bool
 ) -> list[Quarantined]:
-    client = await connect(resolve_nats_url(settings), name="eventloom-quarantine", persistent=False)
+    client = await connect(
+        resolve_nats_url(settings),
+        name="eventloom-quarantine",
+        persistent=False,
+        credentials=credentials_of(settings),
+    )
     try:
         layout = await describe_stream(client, settings.stream)
         found = await find_quarantined(client, layout, keyring, session)
@@ -103,7 +108,12 @@ async def _find(
 async def _clear(settings: Settings, found: list[Quarantined]) -> int:
     if not found:
         return 0
-    client = await connect(resolve_nats_url(settings), name="eventloom-quarantine", persistent=False)
+    client = await connect(
+        resolve_nats_url(settings),
+        name="eventloom-quarantine",
+        persistent=False,
+        credentials=credentials_of(settings),
+    )
     try:
         layout = await describe_stream(client, settings.stream)
         return await clear_quarantined(client, layout, found, f"cli:{getpass.getuser()}")

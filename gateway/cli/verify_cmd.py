@@ -10,7 +10,7 @@ import msgspec
 import typer
 from rich.markup import escape
 
-from eventloom.bus.connection import connect
+from eventloom.bus.connection import connect, credentials_of
 from eventloom.bus.stream import describe_stream
 from eventloom.event import utc_timestamp
 from eventloom.keys import Keyring, KeyStore, TrustedKey
@@ -65,7 +65,12 @@ def load_keyring(settings: Settings, path: Path | None) -> Keyring:
 
 
 async def _verify(settings: Settings, keyring: Keyring, session: str | None, wait: float) -> VerifyReport:
-    client = await connect(resolve_nats_url(settings), name="eventloom-verify", persistent=False)
+    client = await connect(
+        resolve_nats_url(settings),
+        name="eventloom-verify",
+        persistent=False,
+        credentials=credentials_of(settings),
+    )
     try:
         layout = await describe_stream(client, settings.stream)
         return await verify_everything(
