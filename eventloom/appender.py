@@ -29,7 +29,7 @@ from eventloom.errors import (
     UntrustedTailError,
     WrongExpectedSeqError,
 )
-from eventloom.event import Event, encode_event
+from eventloom.event import Event, encode_event, principal_problem
 from eventloom.keys import Keyring, KeyStore, Signer
 from eventloom.quarantine import cleared_digests, message_digest
 from eventloom.sealing import Sealer
@@ -70,6 +70,8 @@ class AppendRequest(msgspec.Struct, frozen=True, kw_only=True):
     idempotency_key: str | None = None
     expected_seq: int | None = None
     """Append only if the session's newest event is this seq (0: only if the session is new)."""
+    principal: str | None = None
+    """Who was authenticated for this append (`token:<name>`, `os:<user>`); recorded in the envelope."""
 
     def validated(self) -> AppendRequest:
         validate_session(self.session)
@@ -82,6 +84,8 @@ class AppendRequest(msgspec.Struct, frozen=True, kw_only=True):
             raise EventValidationError(
                 "idempotency_key", f"must be 1-{MAX_IDEMPOTENCY_KEY} printable characters"
             )
+        if self.principal is not None and (problem := principal_problem(self.principal)) is not None:
+            raise EventValidationError("principal", problem)
         expected = self.expected_seq
         if expected is not None and (type(expected) is not int or expected < 0):
             raise EventValidationError("expected_seq", "must be an integer >= 0 (0: the session must be new)")
@@ -154,6 +158,7 @@ class Appender:
         caused_by: Sequence[str] = (),
         idempotency_key: str | None = None,
         expected_seq: int | None = None,
+        principal: str | None = None,
     ) -> Event:
         request = AppendRequest(
             session=session,
@@ -163,6 +168,7 @@ class Appender:
             caused_by=list(caused_by),
             idempotency_key=idempotency_key,
             expected_seq=expected_seq,
+            principal=principal,
         )
         return (await self.append_many([request]))[0]
 

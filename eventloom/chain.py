@@ -13,6 +13,7 @@ from eventloom.event import (
     TYPE_PATTERN,
     Event,
     compute_hash,
+    principal_problem,
 )
 from eventloom.keys import Keyring
 
@@ -55,6 +56,9 @@ def envelope_problem(event: Event) -> str | None:
         return "prev_hash: not a sha256 hex digest"
     if any(not HASH_PATTERN.fullmatch(h) for h in event.caused_by):
         return "caused_by: entries must be sha256 hex digests"
+    principal = event.principal
+    if principal is not None and (problem := principal_problem(principal)) is not None:
+        return f"principal: {problem}"
     return None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import re
 from datetime import UTC, datetime
@@ -14,12 +15,17 @@ SESSION_PATTERN: Final = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 TYPE_PATTERN: Final = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
 HASH_PATTERN: Final = re.compile(r"^[0-9a-f]{64}$")
 TIMESTAMP_PATTERN: Final = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
+PRINCIPAL_PATTERN: Final = re.compile(r"^[a-z]+:[A-Za-z0-9_.@-]{1,128}$")  # <how>:<who>, e.g. token:alice
 
 _canonical = msgspec.json.Encoder(order="sorted")
 
 
-class Event(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """One signed, hash-chained entry of a session's log."""
+class Event(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """One signed, hash-chained entry of a session's log.
+
+    `principal` is who was authenticated when the event was appended (an MCP token, an OS user), next to
+    the `actor` the caller named; absent when the appender was not told (derived events, older events), and
+    then not encoded at all, so events without it hash and read exactly as before it existed."""
 
     v: int
     session: str
@@ -33,13 +39,14 @@ class Event(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     hash: str
     sig: str
     key_id: str
+    principal: str | None = None
 
     @property
     def citation(self) -> str:
         return citation(self.session, self.seq, self.hash)
 
 
-class _HashedFields(msgspec.Struct, frozen=True):
+class _HashedFields(msgspec.Struct, frozen=True, omit_defaults=True):
     """Every envelope field except hash, sig and key_id: exactly what the hash covers."""
 
     v: int
@@ -51,6 +58,7 @@ class _HashedFields(msgspec.Struct, frozen=True):
     payload: dict[str, Any]
     caused_by: list[str]
     prev_hash: str | None
+    principal: str | None = None
 
 
 def canonical_bytes(
@@ -64,6 +72,7 @@ def canonical_bytes(
     caused_by: list[str],
     prev_hash: str | None,
     v: int = ENVELOPE_VERSION,
+    principal: str | None = None,
 ) -> bytes:
     """Sorted-key, whitespace-free UTF-8 JSON of the hashed fields."""
     return _canonical.encode(
@@ -77,6 +86,7 @@ def canonical_bytes(
             payload=payload,
             caused_by=caused_by,
             prev_hash=prev_hash,
+            principal=principal,
         )
     )
 
@@ -93,6 +103,7 @@ def compute_hash(event: Event) -> str:
         payload=event.payload,
         caused_by=event.caused_by,
         prev_hash=event.prev_hash,
+        principal=event.principal,
     )
     return hashlib.sha256(body).hexdigest()
 
@@ -108,6 +119,18 @@ _event_decoder = msgspec.json.Decoder(Event)
 def decode_event(data: bytes | str) -> Event:
     """Parse one event; raises msgspec.ValidationError / DecodeError naming the bad field."""
     return _event_decoder.decode(data)
+
+
+def principal_problem(principal: str) -> str | None:
+    if not PRINCIPAL_PATTERN.fullmatch(principal):
+        return "must be <kind>:<name>, e.g. token:alice or os:ops (letters, digits and _.@- in the name)"
+    return None
+
+
+def os_principal() -> str:
+    """`os:<user>`: the principal of what this process's OS user appends directly (CLI, stdio MCP)."""
+    user = re.sub(r"[^A-Za-z0-9_.@-]", "_", getpass.getuser())[:128]
+    return f"os:{user or 'unknown'}"
 
 
 def utc_timestamp(moment: datetime | None = None) -> str:

@@ -63,9 +63,10 @@ class EventLog:
         caused_by: Sequence[str] = (),
         idempotency_key: str | None = None,
         expected_seq: int | None = None,
+        principal: str | None = None,
     ) -> Event:
         """Append one event; with `expected_seq`, only if the session is at that seq (0: is new), else
-        `WrongExpectedSeqError` and nothing is appended."""
+        `WrongExpectedSeqError` and nothing is appended; `principal` records who was authenticated."""
         return await self.appender.append(
             session,
             type,
@@ -74,6 +75,7 @@ class EventLog:
             caused_by=caused_by,
             idempotency_key=idempotency_key,
             expected_seq=expected_seq,
+            principal=principal,
         )
 
     async def append_many(self, requests: Sequence[AppendRequest]) -> list[Event]:

@@ -45,6 +45,7 @@ class Sealer:
                 payload=request.payload,
                 caused_by=request.caused_by,
                 prev_hash=prev_hash,
+                principal=request.principal,
             )
             digest = hashlib.sha256(body).digest()
             digests.append(digest)
@@ -70,6 +71,7 @@ class Sealer:
                 hash=hashes[offset],
                 sig=signatures[offset],
                 key_id=key_id,
+                principal=request.principal,
             )
             for offset, request in enumerate(requests)
         ]

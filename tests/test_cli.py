@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from eventloom.event import os_principal
 from eventloom.runtime import read_runtime
 from eventloom.settings import Settings
 from gateway.node_process import NodeProcess
@@ -156,6 +157,8 @@ def test_expected_seq_conflict_exits_4_and_writes_nothing(node: Settings) -> Non
     both = run_cli(node, *args, "--expected-seq", "2", "--from", "/dev/null")
     assert both.returncode == 2 and "--expected-seq" in both.stderr
     assert json.loads(run_cli(node, "status", "--json").stdout)["stream"]["messages"] == 2
+    tailed = [json.loads(x) for x in run_cli(node, "tail", "--session", "cas", "--json").stdout.splitlines()]
+    assert {event["principal"] for event in tailed} == {os_principal()}  # who ran `append`
 
 
 def test_keys_rotate_and_old_events_still_verify(node: Settings) -> None:

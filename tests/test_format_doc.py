@@ -7,6 +7,7 @@ computes today disagree.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -25,9 +26,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from nacl.signing import SigningKey
 
+from eventloom.appender import AppendRequest
 from eventloom.chain import GENESIS, check_next
 from eventloom.event import Event, canonical_bytes, decode_event, encode_event
 from eventloom.keys import Keyring, KeyStore, Signer, TrustedKey, b64url
+from eventloom.sealing import Sealer
 from eventloom.validation import (
     validate_actor,
     validate_caused_by,
@@ -258,6 +261,31 @@ def test_doc_verifier_accepts_the_fixture(verifier_path: Path) -> None:
     assert directory.returncode == 0, directory.stdout + directory.stderr
 
 
+def test_doc_verifier_accepts_a_principal_and_finds_it_changed(verifier_path: Path, tmp_path: Path) -> None:
+    """`principal` is optional: an event with one verifies, and it is hashed (editing it breaks that seq)."""
+    signer = Signer(SigningKey(bytes(range(32))))
+    requests = [
+        AppendRequest(
+            session="who", type="note.added", actor="agent:a", payload={"n": n}, principal=principal
+        )
+        for n, principal in enumerate([None, "token:alice", "os:ops"])
+    ]
+    events = asyncio.run(Sealer(signer).seal(requests, 0, None, ""))
+    ledger = tmp_path / "who.jsonl"
+    ledger.write_bytes(b"".join(encode_event(event) + b"\n" for event in events))
+    keyring = tmp_path / "keyring.json"
+    keyring.write_text(
+        json.dumps({"keys": [{"key_id": signer.key_id, "public_key": b64url(signer.public_key)}]})
+    )
+    result = run_verifier(verifier_path, keyring, ledger)
+    assert result.returncode == 0 and "OK who: 3 events" in result.stdout, result.stdout + result.stderr
+    ledger.write_bytes(
+        _flip(ledger.read_bytes(), b'"principal":"token:alice"', b'"principal":"token:mallory"')
+    )
+    result = run_verifier(verifier_path, keyring, ledger)
+    assert "BROKEN who: first broken seq 2:" in result.stdout, result.stdout
+
+
 def _flip(data: bytes, old: bytes, new: bytes) -> bytes:
     assert data.count(old) == 1, old
     return data.replace(old, new)
@@ -475,8 +503,15 @@ def test_doc_splice_shortcut_on_the_example() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(payload=_payloads, actor=_text.filter(lambda a: a.strip() != ""), caused=st.integers(0, 3))
-def test_doc_splice_shortcut_equals_canonical_bytes(payload: dict[str, Any], actor: str, caused: int) -> None:
+@given(
+    payload=_payloads,
+    actor=_text.filter(lambda a: a.strip() != ""),
+    caused=st.integers(0, 3),
+    principal=st.none() | st.from_regex(r"\A[a-z]{1,8}:[A-Za-z0-9_.@-]{1,40}\Z"),
+)
+def test_doc_splice_shortcut_equals_canonical_bytes(
+    payload: dict[str, Any], actor: str, caused: int, principal: str | None
+) -> None:
     fields: dict[str, Any] = {
         "session": "s_1-x",
         "seq": 7,
@@ -486,8 +521,10 @@ def test_doc_splice_shortcut_equals_canonical_bytes(payload: dict[str, Any], act
         "payload": {"sig": "A" * 86, "hash": "0" * 64, **payload},  # decoys inside the payload
         "caused_by": ["ab" * 32] * caused,
         "prev_hash": "cd" * 32,
+        "principal": principal,
     }
     line = encode_event(Event(v=1, **fields, hash="ef" * 32, sig="B" * 86, key_id="0123456789abcdef"))
+    assert (b'"principal"' in line) == (principal is not None)  # absent, never null
     assert _splice(line) == canonical_bytes(**fields)
 
 

@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import stat
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -16,11 +17,12 @@ import httpx2
 import pytest
 from mcp import Client
 
+from eventloom.event import os_principal
 from eventloom.log import EventLog
 from eventloom.runtime import read_runtime
 from eventloom.settings import Settings
 from gateway.mcp.client import stdio_server, tool_caller
-from gateway.mcp.http import HttpGateway, RateLimiter, serve_http
+from gateway.mcp.http import FailedAttempts, HttpGateway, RateLimiter, serve_http
 from gateway.mcp.tokens import Principal, TokenBook, add_token, read_tokens
 from gateway.story import WORK
 from tests.conftest import run_cli
@@ -77,6 +79,7 @@ async def test_stdio_uses_the_node_already_running(tmp_path: Path) -> None:
         async with await EventLog.open(settings, url=node.url) as log:
             (event,) = [e async for e in log.events("s1")]
         assert event.citation == appended["citation"] and event.actor == "mcp:local"
+        assert event.principal == os_principal()  # who started the stdio server
 
 
 async def test_http_serves_every_tool_to_an_admin(settings: Settings) -> None:
@@ -151,6 +154,62 @@ async def test_http_enforces_the_session_scope_for_reads_and_writes(settings: Se
         assert own["query"]["session"] == "team-a-1"
         async with await EventLog.open(settings) as log:
             assert [e async for e in log.events("team-b-1")] == []
+
+
+async def test_a_token_appends_only_as_its_actors_and_the_event_names_it(settings: Settings) -> None:
+    bot = add_token(settings.tokens_file, "bot", "agent", ["*"])  # default actors: mcp:bot, agent:bot
+    ci = add_token(settings.tokens_file, "ci", "agent", ["*"], actors=["agent:ci-*"])
+    note = {"session": "who", "type": "note.taken", "payload": {"text": "x"}}
+    async with http_node(settings) as node:
+        url = node.http_url or ""
+        async with http_tools(url, bot) as call:
+            assert (await call("memory_append", note))["seq"] == 1  # as mcp:bot
+            assert (await call("memory_append", note | {"actor": "agent:bot"}))["seq"] == 2
+            posing = await failure(call, "memory_append", note | {"actor": "agent:admin"})
+            assert posing.code == "forbidden" and posing.error["message"].startswith("actor:")
+        async with http_tools(url, ci) as call:
+            assert (await call("memory_append", note | {"actor": "agent:ci-build"}))["seq"] == 3
+            default = await failure(call, "memory_append", note)  # mcp:ci is not among its actors
+            assert default.code == "forbidden"
+        async with await EventLog.open(settings) as log:
+            stored = [e async for e in log.events("who")]
+            audit = [e async for e in log.events(settings.audit_session)]
+    assert [(e.actor, e.principal) for e in stored] == [
+        ("mcp:bot", "token:bot"),
+        ("agent:bot", "token:bot"),
+        ("agent:ci-build", "token:ci"),
+    ]
+    assert {e.principal for e in audit} == {"token:bot", "token:ci"}
+    listed = json.loads(run_cli(settings, "tokens", "list", "--json").stdout)
+    assert {t["name"]: t["actors"] for t in listed} == {"bot": ["mcp:bot", "agent:bot"], "ci": ["agent:ci-*"]}
+
+
+async def test_failed_token_attempts_are_limited_per_address_and_logged(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    good = add_token(settings.tokens_file, "agent", "agent", ["*"])
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    async with http_node(settings) as node, httpx2.AsyncClient(timeout=10) as http:
+        assert node.http_url is not None
+        for attempt in range(FailedAttempts().limit):
+            wrong = {"Authorization": f"Bearer elt_guess-{attempt}"}
+            assert (await http.post(node.http_url, json=ping, headers=wrong)).status_code == 401
+        right = {"Authorization": f"Bearer {good}"}
+        blocked = await http.post(node.http_url, json=ping, headers=right)
+        assert blocked.status_code == 429 and "too many failed attempts" in blocked.json()["error"]["message"]
+        assert int(blocked.headers["retry-after"]) >= 1
+    refusals = [r.getMessage() for r in caplog.records if "refused /mcp from 127.0.0.1" in r.getMessage()]
+    assert len(refusals) == FailedAttempts().limit and "wrong token" in refusals[-1]
+    assert all(good not in message for message in caplog.messages)
+
+
+def test_failed_attempts_age_out() -> None:
+    failures = FailedAttempts(limit=2, window_s=0.2)
+    assert failures.record("10.0.0.1") == 1 and failures.blocked_for("10.0.0.1") == 0
+    failures.record("10.0.0.1")
+    assert failures.blocked_for("10.0.0.1") > 0 and failures.blocked_for("10.0.0.2") == 0
+    time.sleep(0.25)
+    assert failures.blocked_for("10.0.0.1") == 0
 
 
 async def test_http_rate_limits_each_token(settings: Settings) -> None:

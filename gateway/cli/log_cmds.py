@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from eventloom.appender import AppendRequest
 from eventloom.errors import EventValidationError
-from eventloom.event import Event, encode_event
+from eventloom.event import Event, encode_event, os_principal
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_INVALID, console, fail, print_json, run, settings_of
@@ -82,6 +82,8 @@ def append(
                 expected_seq=expected_seq,
             )
         ]
+    principal = os_principal()  # who ran the command: recorded in each event's envelope
+    requests = [msgspec.structs.replace(request, principal=principal) for request in requests]
     _validate_all(requests)
     run(_append(settings, requests))
 

@@ -20,7 +20,7 @@ from eventloom.settings import Settings
 from gateway.cli.common import EXIT_INVALID, console, fail, print_json, run, settings_of
 from gateway.mcp.http import HttpGateway, serve_http
 from gateway.mcp.stdio import run_stdio
-from gateway.mcp.tokens import Role, add_token, read_tokens, revoke_token
+from gateway.mcp.tokens import Role, add_token, default_actors, read_tokens, revoke_token
 from gateway.node import supervise, worker_roles
 
 DEFAULT_LISTEN = "127.0.0.1:8787"
@@ -141,19 +141,40 @@ def tokens_add(
         typer.Option("--session", help="A session pattern it may touch (glob: proj-*, *); repeatable"),
     ],
     role: Annotated[str, typer.Option("--role", help="agent, or admin (replay and Cypher)")] = "agent",
+    actor: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--actor",
+            help="An actor it may append as (glob: agent:ci-*); repeatable. Default: an agent token "
+            "mcp:NAME and agent:NAME, an admin token any",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     if role not in ("agent", "admin"):
         fail("--role: expected agent or admin", EXIT_INVALID)
     path = settings_of(ctx).tokens_file
+    actors = actor or default_actors(name, cast(Role, role))
     try:
-        token = add_token(path, name, cast(Role, role), session)
+        token = add_token(path, name, cast(Role, role), session, actors)
     except EventloomError as exc:
         fail(str(exc), EXIT_INVALID)
     if as_json:
-        print_json({"name": name, "role": role, "sessions": session, "token": token, "file": str(path)})
+        print_json(
+            {
+                "name": name,
+                "role": role,
+                "sessions": session,
+                "actors": actors,
+                "token": token,
+                "file": str(path),
+            }
+        )
         return
-    console.print(f"token {name!r} ({role}, sessions {', '.join(session)}) stored in {path}; shown once:")
+    console.print(
+        f"token {name!r} ({role}, sessions {', '.join(session)}, actors {', '.join(actors)}) stored in "
+        f"{path}; shown once:"
+    )
     print(token)
 
 
@@ -165,13 +186,20 @@ def tokens_list(
     if as_json:
         print_json(
             [
-                {"name": e.name, "role": e.role, "sessions": e.sessions, "created_at": e.created_at}
+                {
+                    "name": e.name,
+                    "role": e.role,
+                    "sessions": e.sessions,
+                    "actors": e.actor_patterns,
+                    "created_at": e.created_at,
+                }
                 for e in entries
             ]
         )
         return
     for entry in entries:
-        print(f"{entry.name}  {entry.role}  {','.join(entry.sessions)}  {entry.created_at}")
+        actors = ",".join(entry.actor_patterns)
+        print(f"{entry.name}  {entry.role}  {','.join(entry.sessions)}  {actors}  {entry.created_at}")
 
 
 @tokens_app.command("revoke", help="Delete a token; gateways stop accepting it within a second.")

@@ -6,6 +6,7 @@ from contextvars import ContextVar, Token
 
 import msgspec
 
+from eventloom.event import os_principal
 from gateway.mcp.tokens import Principal
 
 
@@ -17,6 +18,14 @@ class Caller(msgspec.Struct, frozen=True):
     def actor(self) -> str:
         """The `actor` of events the caller appends without naming one."""
         return f"mcp:{self.principal.name}"
+
+    @property
+    def recorded_principal(self) -> str:
+        """The envelope's `principal` of what this caller appends: `token:<name>` over HTTP, `os:<user>`
+        on stdio (the user who started the server)."""
+        if self.transport == "http":
+            return f"token:{self.principal.name}"
+        return os_principal()
 
 
 _current: ContextVar[Caller] = ContextVar("eventloom_mcp_caller")

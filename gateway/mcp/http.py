@@ -13,6 +13,7 @@ import logging
 import math
 import socket
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -61,23 +62,76 @@ class RateLimiter:
         return (1.0 - tokens) / self.rate
 
 
-class BearerGate:
-    """ASGI middleware: no valid bearer token, no MCP; too fast, 429."""
+@dataclass
+class FailedAttempts:
+    """Missing or wrong tokens per client address. After `limit` of them within `window_s`, the address is
+    refused outright (429) until the oldest ages out, whatever it presents: guessing tokens stays slow."""
 
-    def __init__(self, app: ASGIApp, book: TokenBook, limiter: RateLimiter) -> None:
+    limit: int = 10
+    window_s: float = 60.0
+    max_addresses: int = 10_000
+    _seen: dict[str, deque[float]] = field(default_factory=dict)
+
+    def blocked_for(self, address: str) -> float:
+        """0 when `address` may try, else the seconds until it may."""
+        seen = self._recent(address)
+        if len(seen) < self.limit:
+            return 0.0
+        return seen[0] + self.window_s - time.monotonic()
+
+    def record(self, address: str) -> int:
+        """Count one failure; returns the address's failures within the window."""
+        if address not in self._seen and len(self._seen) >= self.max_addresses:
+            self._seen.pop(next(iter(self._seen)))  # the oldest address seen: memory stays bounded
+        seen = self._recent(address)
+        seen.append(time.monotonic())
+        self._seen[address] = seen
+        return len(seen)
+
+    def _recent(self, address: str) -> deque[float]:
+        seen = self._seen.get(address, deque())
+        horizon = time.monotonic() - self.window_s
+        while seen and seen[0] < horizon:
+            seen.popleft()
+        return seen
+
+
+class BearerGate:
+    """ASGI middleware: no valid bearer token, no MCP; too fast, or too many failed tokens, 429."""
+
+    def __init__(
+        self, app: ASGIApp, book: TokenBook, limiter: RateLimiter, failures: FailedAttempts | None = None
+    ) -> None:
         self.app = app
         self.book = book
         self.limiter = limiter
+        self.failures = failures or FailedAttempts()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] == HEALTH_PATH:
             await self.app(scope, receive, send)
+            return
+        address = str((scope.get("client") or ("unknown", 0))[0])
+        blocked = self.failures.blocked_for(address)
+        if blocked > 0:
+            message = f"authorization: too many failed attempts from {address}; wait before trying again"
+            retry = {"Retry-After": str(max(1, math.ceil(blocked)))}
+            await _refuse(429, "rate_limited", message, retry)(scope, receive, send)
             return
         headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
         token = bearer_token(headers.get("authorization"))
         principal = await asyncio.to_thread(self.book.principal, token) if token else None
         if principal is None:
             message = "authorization: a valid bearer token is required" if token else "authorization: missing"
+            failed = self.failures.record(address)
+            log.warning(
+                "refused %s from %s: %s (%d failed attempt(s) in %.0f s)",
+                scope["path"],
+                address,
+                "wrong token" if token else "no token",
+                failed,
+                self.failures.window_s,
+            )
             await _refuse(401, "unauthorized", message, {"WWW-Authenticate": 'Bearer realm="eventloom"'})(
                 scope, receive, send
             )

@@ -154,7 +154,11 @@ class EventloomMCP(MCPServer):
             payload["target_session"] = session
         try:
             await self.backend.log.append(
-                self.backend.audit_session, "tool.call.completed", "eventloom-gateway", payload
+                self.backend.audit_session,
+                "tool.call.completed",
+                "eventloom-gateway",
+                payload,
+                principal=caller.recorded_principal,
             )
         except Exception:  # the caller still gets the answer; the gap shows in the server log
             log.exception("could not append the audit event for %s", payload["tool"])

@@ -28,6 +28,7 @@ Role = Literal["agent", "admin"]
 TOKEN_PREFIX: Final = "elt_"  # noqa: S105 (a prefix that makes leaked tokens greppable, not a secret)
 _NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 _PATTERN = re.compile(r"^[A-Za-z0-9_*?\[\]!-]{1,128}$")
+_ACTOR_PATTERN = re.compile(r"^[^\x00-\x1f]{1,256}$")
 _RELOAD_EVERY_S: Final = 1.0
 
 
@@ -36,11 +37,16 @@ class TokenFileError(EventloomError):
 
 
 class Principal(msgspec.Struct, frozen=True):
-    """Who is calling: a token's name, its role and the session patterns it may touch."""
+    """Who is calling: a token's name, its role, the session patterns it may touch and the actor patterns
+    it may append as."""
 
     name: str
     role: Role
     sessions: tuple[str, ...]
+    actors: tuple[str, ...] = ("*",)
+
+    def may_act_as(self, actor: str) -> bool:
+        return any(fnmatch.fnmatchcase(actor, pattern) for pattern in self.actors)
 
     @property
     def unrestricted(self) -> bool:
@@ -57,12 +63,22 @@ LOCAL_OPERATOR: Final = Principal("local", "admin", ("*",))
 """The stdio server's caller: the user who started it on their own data dir."""
 
 
+def default_actors(name: str, role: Role) -> list[str]:
+    """What a token may append as when it names no actors: an admin anything, an agent its own names."""
+    return ["*"] if role == "admin" else [f"mcp:{name}", f"agent:{name}"]
+
+
 class TokenEntry(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     sha256: str
     role: Role
     sessions: list[str]
     created_at: str
+    actors: list[str] | None = None  # None (files written before actors existed): `default_actors`
+
+    @property
+    def actor_patterns(self) -> list[str]:
+        return self.actors if self.actors is not None else default_actors(self.name, self.role)
 
     def check(self, where: str) -> None:
         if not _NAME.match(self.name):
@@ -74,6 +90,11 @@ class TokenEntry(msgspec.Struct, frozen=True, kw_only=True):
         for index, pattern in enumerate(self.sessions):
             if not _PATTERN.match(pattern):
                 raise TokenFileError(f"{where}.sessions[{index}]: not a session pattern: {pattern!r}")
+        if self.actors is not None and not self.actors:
+            raise TokenFileError(f"{where}.actors: expected at least one actor pattern")
+        for index, pattern in enumerate(self.actors or []):
+            if not _ACTOR_PATTERN.match(pattern):
+                raise TokenFileError(f"{where}.actors[{index}]: not an actor pattern: {pattern!r}")
 
 
 class TokenFile(msgspec.Struct, kw_only=True):
@@ -106,7 +127,7 @@ def _write_tokens(path: Path, tokens: TokenFile) -> None:
     atomic_write(path, msgspec.json.format(msgspec.json.encode(tokens), indent=2) + b"\n", mode=0o600)
 
 
-def add_token(path: Path, name: str, role: Role, sessions: list[str]) -> str:
+def add_token(path: Path, name: str, role: Role, sessions: list[str], actors: list[str] | None = None) -> str:
     """Store a new token's digest and return the token itself: the only time it is ever shown."""
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     entry = TokenEntry(
@@ -115,6 +136,7 @@ def add_token(path: Path, name: str, role: Role, sessions: list[str]) -> str:
         role=role,
         sessions=sessions,
         created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        actors=actors or default_actors(name, role),
     )
     entry.check("token")
     tokens = read_tokens(path)
@@ -153,7 +175,7 @@ class TokenBook:
                 found = entry
         if found is None:
             return None
-        return Principal(found.name, found.role, tuple(found.sessions))
+        return Principal(found.name, found.role, tuple(found.sessions), tuple(found.actor_patterns))
 
     def count(self) -> int:
         self._refresh()

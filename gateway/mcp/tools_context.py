@@ -58,6 +58,7 @@ def register_context_tools(server: MCPServer, backend: Backend) -> None:
             speaker=speaker,
             turn_id=turn_id,
             actor=current_caller().actor if role != "user" else None,
+            principal=current_caller().recorded_principal,
             token_budget=token_budget,
         )
         return dict(msgspec.to_builtins(turned))

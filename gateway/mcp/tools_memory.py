@@ -81,14 +81,23 @@ def register_memory_tools(server: MCPServer, backend: Backend) -> None:
             raise ToolFailure(
                 "payload_too_large", f"payload: {size} bytes of JSON, more than {MAX_PAYLOAD_BYTES}"
             )
+        caller = current_caller()
+        actor = actor or caller.actor
+        if not caller.principal.may_act_as(actor):
+            raise ToolFailure(
+                "forbidden",
+                f"actor: token {caller.principal.name!r} may append only as "
+                f"{', '.join(caller.principal.actors)}",
+            )
         event = await backend.log.append(
             session,
             type,
-            actor or current_caller().actor,
+            actor,
             payload,
             caused_by=caused_by,
             idempotency_key=idempotency_key,
             expected_seq=expected_seq,
+            principal=caller.recorded_principal,
         )
         return appended(event)
 
@@ -110,7 +119,10 @@ def register_memory_tools(server: MCPServer, backend: Backend) -> None:
             payload["relation"] = relation.model_dump()
         if reason:
             payload["reason"] = reason
-        event = await backend.log.append(session, "memory.invalidated", current_caller().actor, payload)
+        caller = current_caller()
+        event = await backend.log.append(
+            session, "memory.invalidated", caller.actor, payload, principal=caller.recorded_principal
+        )
         return appended(event)
 
     @server.tool()

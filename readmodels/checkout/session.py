@@ -45,6 +45,7 @@ async def after_turn(
     speaker: str | None = None,
     turn_id: str | None = None,
     actor: str | None = None,
+    principal: str | None = None,
     token_budget: int = DEFAULT_TOKEN_BUDGET,
     profile: str = "balanced",
 ) -> AfterTurn:
@@ -54,7 +55,7 @@ async def after_turn(
     if turn_id:
         payload["turn_id"] = turn_id
     request = CheckoutRequest(text=text, session=session, token_budget=token_budget, profile=profile)
-    event = await log.append(session, "transcript.turn", actor or role, payload)
+    event = await log.append(session, "transcript.turn", actor or role, payload, principal=principal)
     return AfterTurn(turn=event.citation, seq=event.seq, checkout=await memory.checkout(request))
 
 
