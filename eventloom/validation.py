@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import msgspec
 
@@ -12,6 +12,7 @@ from eventloom.errors import EventValidationError
 from eventloom.event import HASH_PATTERN, SESSION_PATTERN, TYPE_PATTERN
 from eventloom.schemas import validate_payload
 
+T = TypeVar("T")
 MAX_PAYLOAD_BYTES: Final = 1024 * 1024
 MAX_ACTOR_CHARS: Final = 256
 MAX_CAUSED_BY: Final = 256
@@ -139,3 +140,24 @@ def _check_string(path: str, value: str) -> None:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise EventValidationError(path, "is not valid Unicode (lone surrogate)") from None
+
+
+def decode_json_input(data: bytes | str, field: str, into: type[T]) -> T:
+    """JSON from outside (an argument, a file line) as `into`, or an EventValidationError naming `field`:
+    bytes that are not UTF-8, an argument with undecodable bytes, malformed or too deeply nested JSON, a
+    wrong shape. Never a traceback."""
+    if isinstance(data, str):
+        try:
+            data = data.encode("utf-8")
+        except UnicodeEncodeError:  # argv bytes Python could not decode arrive as lone surrogates
+            raise EventValidationError(field, "is not valid UTF-8 (undecodable bytes)") from None
+    try:
+        return msgspec.json.decode(data, type=into)
+    except UnicodeDecodeError:
+        raise EventValidationError(field, "is not valid UTF-8") from None
+    except RecursionError:
+        raise EventValidationError(field, f"nested deeper than {MAX_DEPTH} levels") from None
+    except msgspec.ValidationError as exc:
+        raise EventValidationError(field, str(exc)) from None
+    except msgspec.DecodeError as exc:
+        raise EventValidationError(field, f"not valid JSON ({exc})") from None

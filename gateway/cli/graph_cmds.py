@@ -8,8 +8,10 @@ from typing import Annotated, Any
 import nats.errors
 import typer
 
+from eventloom.errors import EventValidationError
 from eventloom.log import EventLog
 from eventloom.settings import Settings
+from eventloom.validation import decode_json_input
 from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, print_json, run, settings_of
 from readmodels.graph.protocol import GraphStoreError
 from readmodels.graph.service import ask_cypher
@@ -30,9 +32,9 @@ def graph_query(
     as_json: JsonOption = False,
 ) -> None:
     try:
-        parameters = json.loads(params)
-    except json.JSONDecodeError as exc:
-        fail(f"invalid input: params: not valid JSON ({exc})", EXIT_INVALID)
+        parameters = decode_json_input(params, "params", dict[str, Any])
+    except EventValidationError as exc:
+        fail(f"invalid input: {exc}", EXIT_INVALID)
     rows = run(_query(settings_of(ctx), cypher, parameters))
     if as_json:
         print_json(rows)

@@ -8,8 +8,9 @@ from typing import Annotated
 import msgspec
 import typer
 
-from eventloom.errors import SignatureError
+from eventloom.errors import EventValidationError, SignatureError
 from eventloom.keys import KeyStore, TrustedKey
+from eventloom.validation import decode_json_input
 from gateway.cli.common import EXIT_INVALID, console, fail, print_json, settings_of
 
 app = typer.Typer(help="Signing keys and the keyring of trusted public keys.", no_args_is_help=True)
@@ -46,9 +47,9 @@ def export_public(ctx: typer.Context) -> None:
 def trust(ctx: typer.Context, path: Path) -> None:
     store = KeyStore(settings_of(ctx).data_dir)
     try:
-        exported = msgspec.json.decode(path.read_bytes(), type=dict[str, list[TrustedKey]])
+        exported = decode_json_input(path.read_bytes(), "keyring", dict[str, list[TrustedKey]])
         for key in exported.get("keys", []):
             store.trust(key)
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError, SignatureError) as exc:
+    except (OSError, EventValidationError, SignatureError) as exc:
         fail(f"{path}: {exc}", EXIT_INVALID)
     console.print(f"trusted {len(exported.get('keys', []))} key(s) from {path}")

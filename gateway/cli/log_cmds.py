@@ -15,6 +15,7 @@ from eventloom.errors import EventValidationError
 from eventloom.event import Event, encode_event, os_principal
 from eventloom.log import EventLog
 from eventloom.settings import Settings
+from eventloom.validation import decode_json_input
 from gateway.cli.common import EXIT_INVALID, console, fail, print_json, run, settings_of
 
 _IMPORT_CHUNK = 1000
@@ -90,16 +91,12 @@ def append(
 
 def _parse_payload(text: str) -> dict[str, Any]:
     try:
-        value = msgspec.json.decode(text)
-    except msgspec.DecodeError as exc:
-        fail(f"invalid input: payload: not valid JSON ({exc})", EXIT_INVALID)
-    if not isinstance(value, dict):
-        fail("invalid input: payload: must be a JSON object", EXIT_INVALID)
-    return value
+        return decode_json_input(text, "payload", dict[str, Any])
+    except EventValidationError as exc:
+        fail(f"invalid input: {exc}", EXIT_INVALID)
 
 
 def _read_import(path: Path) -> list[AppendRequest]:
-    decoder = msgspec.json.Decoder(_ImportLine)
     requests = []
     try:
         lines = path.read_bytes().splitlines()
@@ -109,8 +106,8 @@ def _read_import(path: Path) -> list[AppendRequest]:
         if not raw.strip():
             continue
         try:
-            line = decoder.decode(raw)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            line = decode_json_input(raw, "line", _ImportLine)
+        except EventValidationError as exc:
             fail(f"invalid input: {path}:{number}: {exc}", EXIT_INVALID)
         requests.append(AppendRequest(**msgspec.structs.asdict(line)))
     return requests

@@ -6,18 +6,19 @@ import asyncio
 from pathlib import Path
 from typing import Annotated
 
-import msgspec
 import typer
 from rich.markup import escape
 
 from eventloom.bus.connection import connect, credentials_of
 from eventloom.bus.stream import describe_stream
+from eventloom.errors import EventValidationError
 from eventloom.event import utc_timestamp
 from eventloom.keys import Keyring, KeyStore, TrustedKey
 from eventloom.runtime import resolve_nats_url
 from eventloom.settings import Settings
+from eventloom.validation import decode_json_input
 from eventloom.verify import VerifyReport, verify_everything, verify_ledger_dir
-from gateway.cli.common import EXIT_FAILED, console, print_json, run, settings_of
+from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, print_json, run, settings_of
 
 
 def register(app: typer.Typer) -> None:
@@ -60,7 +61,12 @@ def verify(
 def load_keyring(settings: Settings, path: Path | None) -> Keyring:
     if path is None:
         return KeyStore(settings.data_dir).load_keyring()
-    exported = msgspec.json.decode(path.read_bytes(), type=dict[str, list[TrustedKey]])
+    try:
+        exported = decode_json_input(path.read_bytes(), "keyring", dict[str, list[TrustedKey]])
+    except OSError as exc:
+        fail(f"--keyring: cannot read {path}: {exc.strerror}", EXIT_INVALID)
+    except EventValidationError as exc:
+        fail(f"--keyring: {path}: {exc}", EXIT_INVALID)
     return Keyring(exported.get("keys", []))
 
 
