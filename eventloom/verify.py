@@ -17,6 +17,7 @@ from eventloom.dlq import list_dead_letters
 from eventloom.event import Event, decode_event, encode_event, utc_timestamp
 from eventloom.keys import Keyring
 from eventloom.ledger.files import iter_lines, ledger_path, ledger_sessions
+from eventloom.ledger.manifest import MANIFEST_NAME, Manifest, ManifestError, read_manifest
 from eventloom.ledger.mirror import MIRROR_CONSUMER
 from eventloom.quarantine import Quarantined, cleared_digests, message_digest
 
@@ -64,6 +65,8 @@ class _ChainWalk:
     count: int = 0
     broken: ChainBreak | None = None
     quarantined: list[Quarantined] = field(default_factory=list)
+    checkpoint: int | None = None  # remember the hash at this seq (the signed manifest's head)
+    checkpoint_hash: str | None = None
 
     def feed(self, session: str, line_or_event: bytes, keyring: Keyring, label: str) -> None:
         self.count += 1
@@ -77,6 +80,9 @@ class _ChainWalk:
             self.tip = check_link(own, self.tip)
         except ChainBreak as exc:
             self.broken = exc
+            return
+        if self.tip.seq == self.checkpoint:
+            self.checkpoint_hash = self.tip.hash
 
     def feed_message(self, session: str, data: bytes, keyring: Keyring, stream_seq: int) -> None:
         if self.broken is not None:
@@ -111,8 +117,10 @@ def _own_problem(session: str, data: bytes, keyring: Keyring, at_seq: int, label
     return event
 
 
-def verify_ledger_file(path: Path, session: str, keyring: Keyring) -> _ChainWalk:
-    walk = _ChainWalk()
+def verify_ledger_file(
+    path: Path, session: str, keyring: Keyring, checkpoint: int | None = None
+) -> _ChainWalk:
+    walk = _ChainWalk(checkpoint=checkpoint)
     for number, line in iter_lines(path):
         walk.feed(session, line, keyring, f"line {number}")
     if walk.broken is None and not _ends_with_newline(path):
@@ -134,25 +142,58 @@ def _ends_with_newline(path: Path) -> bool:
 def verify_ledger_dir(
     ledger_dir: Path, keyring: Keyring, session: str | None = None, *, require_file: bool = True
 ) -> list[SessionReport]:
-    """Ledger-only verification; needs nothing but the files and the trusted public keys."""
-    sessions = [session] if session else ledger_sessions(ledger_dir)
-    reports = []
-    for name in sessions:
+    """Ledger-only verification; needs nothing but the files and the trusted public keys.
+
+    Each session file's chain, and the signed manifest's heads against the files: a file that ends before
+    its head, or holds another event there, lost its tail; a head without a file is a lost session. A
+    problem with the manifest itself is reported under the session name `MANIFEST.json`."""
+    manifest, manifest_report = _manifest_of(ledger_dir, keyring)
+    heads = manifest.heads if manifest is not None else {}
+    names = [session] if session else sorted(set(ledger_sessions(ledger_dir)) | set(heads))
+    reports = [] if manifest_report is None or session else [manifest_report]
+    for name in names:
         report = SessionReport(session=name)
         path = ledger_path(ledger_dir, name)
+        head = heads.get(name)
         if not path.exists():
-            if not require_file:
+            if head is not None:
+                lost = f"the file is gone: the signed manifest has this session at seq {head.seq}"
+                report.findings.append(Finding("manifest", 1, lost))
+            elif require_file:
+                report.findings.append(Finding("ledger", 1, f"no ledger file {path}"))
+            else:
                 continue
-            report.findings.append(Finding("ledger", 1, f"no ledger file {path}"))
         else:
-            walk = verify_ledger_file(path, name, keyring)
+            walk = verify_ledger_file(path, name, keyring, head.seq if head else None)
             report.ledger_events = walk.count
             report.last_hash = walk.tip.hash
             if walk.broken is not None:
                 report.findings.append(Finding("ledger", walk.broken.seq, walk.broken.reason))
+            elif head is not None and walk.tip.seq < head.seq:
+                lost = f"the file ends at seq {walk.tip.seq}; the signed manifest has seq {head.seq}"
+                report.findings.append(Finding("manifest", walk.tip.seq + 1, lost))
+            elif head is not None and walk.checkpoint_hash != head.hash:
+                report.findings.append(
+                    Finding("manifest", head.seq, "not the event the signed manifest names at this seq")
+                )
         report.ok = not report.findings
         reports.append(report)
     return reports
+
+
+def _manifest_of(ledger_dir: Path, keyring: Keyring) -> tuple[Manifest | None, SessionReport | None]:
+    try:
+        manifest = read_manifest(ledger_dir, keyring)
+    except ManifestError as exc:
+        return None, SessionReport(
+            session=MANIFEST_NAME, ok=False, findings=[Finding("manifest", 0, str(exc))]
+        )
+    if manifest is None and ledger_sessions(ledger_dir):
+        missing = "no signed manifest: a lost tail or a lost session file could not be told"
+        return None, SessionReport(
+            session=MANIFEST_NAME, ok=False, findings=[Finding("manifest", 0, missing)]
+        )
+    return manifest, None
 
 
 async def verify_stream(
@@ -224,7 +265,7 @@ async def verify_everything(
             report.quarantine_cleared = len(walk.quarantined) - len(open_ones)
             report.findings += [Finding("quarantine", q.seq, q.reason) for q in open_ones]
             _check_parity(report, walk)
-        elif name != "?":
+        elif name not in ("?", MANIFEST_NAME):
             report.findings.append(Finding("parity", 1, "session is in the ledger but not in the stream"))
         for letter in letters:
             if (letter.session or "?") == name:

@@ -27,9 +27,10 @@ from hypothesis import strategies as st
 from nacl.signing import SigningKey
 
 from eventloom.appender import AppendRequest
-from eventloom.chain import GENESIS, check_next
+from eventloom.chain import GENESIS, ChainTip, check_next
 from eventloom.event import Event, canonical_bytes, decode_event, encode_event
 from eventloom.keys import Keyring, KeyStore, Signer, TrustedKey, b64url
+from eventloom.ledger.manifest import MANIFEST_NAME, encode_manifest, sign_manifest
 from eventloom.sealing import Sealer
 from eventloom.validation import (
     validate_actor,
@@ -46,6 +47,8 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "format"
 SESSION = "example-session"
 LEDGER = FIXTURES / f"{SESSION}.jsonl"
 KEYRING = FIXTURES / "keyring.json"
+MANIFEST = FIXTURES / MANIFEST_NAME
+MANIFEST_WRITTEN_AT = "2025-01-02T03:04:07.000000Z"
 
 # The worked example: a public, deterministic key (never use it for anything real) and fixed inputs.
 SEED = bytes(range(32))
@@ -127,6 +130,22 @@ def build_example() -> tuple[bytes, bytes, dict[str, str]]:
     return b"".join(line + b"\n" for line in lines), keyring, blocks
 
 
+def build_manifest() -> bytes:
+    """The fixture ledger's signed manifest, as the mirror writes it (at a fixed time)."""
+    ledger, _, _ = build_example()
+    last = decode_event(ledger.splitlines()[-1])
+    tips = {SESSION: ChainTip(last.seq, last.hash)}
+    return encode_manifest(sign_manifest(tips, Signer(SigningKey(SEED)), MANIFEST_WRITTEN_AT))
+
+
+def copy_ledger(directory: Path, ledger: bytes | None = None) -> Path:
+    """The fixture ledger (or `ledger` bytes in its place) with its manifest, in `directory`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / LEDGER.name).write_bytes(LEDGER.read_bytes() if ledger is None else ledger)
+    (directory / MANIFEST_NAME).write_bytes(MANIFEST.read_bytes())
+    return directory
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Reading the doc
 
@@ -199,6 +218,7 @@ def test_fixtures_are_what_eventloom_builds_now() -> None:
     ledger, keyring, _ = build_example()
     assert LEDGER.read_bytes() == ledger
     assert KEYRING.read_bytes() == keyring
+    assert MANIFEST.read_bytes() == build_manifest()
 
 
 def _keyring() -> Keyring:
@@ -241,10 +261,8 @@ def test_eventloom_cli_verifies_the_fixture_ledger_alone(tmp_path: Path) -> None
 
 
 def test_eventloom_finds_a_tampered_payload(tmp_path: Path) -> None:
-    ledger_dir = tmp_path / "ledger"
-    ledger_dir.mkdir()
-    (ledger_dir / LEDGER.name).write_bytes(LEDGER.read_bytes().replace(b'"count":3', b'"count":4', 1))
-    [report] = verify_ledger_dir(ledger_dir, _keyring())
+    tampered = LEDGER.read_bytes().replace(b'"count":3', b'"count":4', 1)
+    [report] = verify_ledger_dir(copy_ledger(tmp_path / "ledger", tampered), _keyring())
     assert not report.ok
     assert report.first_broken_seq == 1
 
@@ -284,6 +302,36 @@ def test_doc_verifier_accepts_a_principal_and_finds_it_changed(verifier_path: Pa
     )
     result = run_verifier(verifier_path, keyring, ledger)
     assert "BROKEN who: first broken seq 2:" in result.stdout, result.stdout
+
+
+LOSSES: dict[str, tuple[Callable[[Path], object], str]] = {
+    # name: (what happens to a copy of the fixture ledger dir, what both verifiers then report)
+    "last line deleted": (
+        lambda d: (d / LEDGER.name).write_bytes(LEDGER.read_bytes().split(b"\n", 1)[0] + b"\n"),
+        "the file ends at seq 1",
+    ),
+    "file deleted": (lambda d: (d / LEDGER.name).unlink(), "the file is gone"),
+    "manifest deleted": (lambda d: (d / MANIFEST_NAME).unlink(), "MANIFEST.json"),
+    "manifest edited": (
+        lambda d: (d / MANIFEST_NAME).write_bytes(MANIFEST.read_bytes().replace(b'"seq":2', b'"seq":1')),
+        "MANIFEST.json",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_both_verifiers_find_a_lost_tail_or_file_by_the_signed_manifest(
+    name: str, verifier_path: Path, tmp_path: Path
+) -> None:
+    lose, said = LOSSES[name]
+    ledger_dir = copy_ledger(tmp_path / "ledger")
+    assert all(r.ok for r in verify_ledger_dir(ledger_dir, _keyring()))
+    lose(ledger_dir)
+    reports = verify_ledger_dir(ledger_dir, _keyring())
+    broken = [f"{r.session}: {f.reason}" for r in reports for f in r.findings]
+    assert any(said in line for line in broken), broken
+    result = run_verifier(verifier_path, KEYRING, ledger_dir)
+    assert result.returncode == 1 and said in result.stdout, result.stdout + result.stderr
 
 
 def _flip(data: bytes, old: bytes, new: bytes) -> bytes:
@@ -348,9 +396,7 @@ def test_eventloom_finds_the_signed_content_tampers_at_the_same_seq(tmp_path: Pa
     """Tampers that change signed content are found by eventloom where the doc's verifier finds them."""
     for name in ("payload byte", "payload float", "seq gap", "swapped lines", "ts edited"):
         transform, broken_seq = TAMPERS[name]
-        ledger_dir = tmp_path / name.replace(" ", "-")
-        ledger_dir.mkdir()
-        (ledger_dir / LEDGER.name).write_bytes(transform(LEDGER.read_bytes()))
+        ledger_dir = copy_ledger(tmp_path / name.replace(" ", "-"), transform(LEDGER.read_bytes()))
         [report] = verify_ledger_dir(ledger_dir, _keyring())
         assert report.first_broken_seq == broken_seq, (name, report.findings)
 
@@ -558,6 +604,7 @@ def main() -> None:
         FIXTURES.mkdir(parents=True, exist_ok=True)
         LEDGER.write_bytes(ledger)
         KEYRING.write_bytes(keyring)
+        MANIFEST.write_bytes(build_manifest())
     for name, value in blocks.items():
         print(f"--- {name}\n{value}")
 

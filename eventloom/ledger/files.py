@@ -13,9 +13,29 @@ from typing import BinaryIO
 import msgspec
 
 from eventloom.chain import GENESIS, ChainTip
-from eventloom.event import SESSION_PATTERN, decode_event
+from eventloom.event import SESSION_PATTERN, decode_event, utc_timestamp
 
 _TAIL_CHUNK = 64 * 1024
+
+
+INCIDENTS_NAME = "incidents.log"  # not *.jsonl: never taken for a session
+
+
+def record_incident(ledger_dir: Path, what: str) -> None:
+    """Append one line (`<utc time> <what>`) to `<ledger>/incidents.log`, the ledger's own account of loss."""
+    ledger_dir.mkdir(parents=True, exist_ok=True)
+    line = f"{utc_timestamp()} {what}\n".encode()
+    with open(ledger_dir / INCIDENTS_NAME, "ab") as handle:
+        handle.write(line)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def read_incidents(ledger_dir: Path) -> list[str]:
+    try:
+        return (ledger_dir / INCIDENTS_NAME).read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return []
 
 
 def ledger_path(ledger_dir: Path, session: str) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,10 +19,19 @@ from eventloom.chain import GENESIS, ChainBreak, ChainTip, check_link
 from eventloom.checks import EventChecker
 from eventloom.dlq import DeadLetter, dead_letter
 from eventloom.event import Event, decode_event, encode_event
-from eventloom.keys import Keyring, KeyStore
-from eventloom.ledger.files import LedgerWriter, ledger_path, ledger_sessions, read_tip, repair_torn_tail
+from eventloom.keys import Keyring, KeyStore, Signer
+from eventloom.ledger.files import (
+    LedgerWriter,
+    ledger_path,
+    ledger_sessions,
+    read_tip,
+    record_incident,
+    repair_torn_tail,
+)
+from eventloom.ledger.manifest import ManifestError, losses, read_manifest, sign_manifest, write_manifest
 
 MIRROR_CONSUMER = "ledger-mirror"
+MANIFEST_EVERY_S = 1.0
 log = logging.getLogger(__name__)
 
 
@@ -43,6 +53,7 @@ class MirrorStats:
     repaired_bytes: int = 0
     refetched: int = 0
     sessions: set[str] = field(default_factory=set)
+    incidents: list[str] = field(default_factory=list)
 
 
 class LedgerMirror:
@@ -85,19 +96,53 @@ class LedgerMirror:
         self.stats = MirrorStats()
         self.ready = asyncio.Event()
         self._checker = EventChecker()
+        self._signer: Signer | None = None
+        self._manifest_at = float("-inf")
 
     async def start(self) -> None:
-        """Repair torn tails, load every session's tip, refetch what the files lack, open the consumer."""
+        """Repair torn tails, load every session's tip, report what the files lost against the signed
+        manifest, refetch what they lack, sign a fresh manifest, open the consumer."""
         self._keyring = await asyncio.to_thread(self._keys.load_keyring)
+        self._signer = await asyncio.to_thread(self._keys.active_signer)
         repaired, tips = await asyncio.to_thread(_recover_files, self._ledger_dir)
         self.stats.repaired_bytes += repaired
         self._tips = tips
+        await asyncio.to_thread(self._check_manifest)
         counts = await subject_counts(self._client, self._layout.name, self._layout.all_subjects)
         for subject, count in counts.items():
             session = subject.rsplit(".", 1)[-1]
             if count > self._tips.get(session, GENESIS).seq:
                 await self._refetch(session, before_stream_seq=None)
+        await asyncio.to_thread(self._write_manifest)
         await self._consumer.open()
+
+    def _check_manifest(self) -> None:
+        """Runs in a worker thread, before anything is refetched: a loss is reported, never just repaired."""
+        try:
+            manifest = read_manifest(self._ledger_dir, self._keyring)
+        except ManifestError as exc:
+            self._incident(str(exc))
+            return
+        if manifest is None:
+            if self._tips:
+                self._incident(
+                    "the ledger has session files but no signed manifest (deleted, or written before "
+                    "manifests existed): a loss before now cannot be told; a new one is signed"
+                )
+            return
+        for loss in losses(manifest, self._tips):
+            self._incident(f"{loss}; the missing events are refetched from the stream")
+
+    def _incident(self, what: str) -> None:
+        log.error("ledger: %s", what)
+        self.stats.incidents.append(what)
+        record_incident(self._ledger_dir, what)
+
+    def _write_manifest(self) -> None:
+        if self._signer is None:
+            return
+        write_manifest(self._ledger_dir, sign_manifest(self._tips, self._signer))
+        self._manifest_at = time.monotonic()
 
     async def run(self, stop: asyncio.Event) -> None:
         await self.start()
@@ -110,6 +155,7 @@ class LedgerMirror:
         finally:
             self.ready.clear()
             await asyncio.to_thread(self._writer.close)
+            await asyncio.to_thread(self._write_manifest)
             await self._consumer.close()
 
     async def apply(self, messages: list[Msg]) -> None:
@@ -177,6 +223,8 @@ class LedgerMirror:
             self.stats.written += len(lines)
             self.stats.sessions.add(session)
         self._writer.sync()
+        if pending and time.monotonic() - self._manifest_at >= MANIFEST_EVERY_S:
+            self._write_manifest()  # after the fsync: it never names more than the files hold
         return failures
 
     async def _refetch(self, session: str, before_stream_seq: int | None) -> None:

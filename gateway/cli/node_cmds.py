@@ -10,12 +10,13 @@ import time
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from eventloom.bus.connection import connect, credentials_of
 from eventloom.bus.stream import DLQ_STREAM, describe_stream, jetstream_api
 from eventloom.errors import EventloomError
-from eventloom.ledger.files import ledger_path, ledger_sessions, read_tip
+from eventloom.ledger.files import ledger_path, ledger_sessions, read_incidents, read_tip
 from eventloom.runtime import read_runtime, resolve_nats_url
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, console, fail, print_json, run, settings_of
@@ -145,6 +146,8 @@ def status(
         )
     console.print(table)
     console.print(f"ledger: {len(report['ledger'])} sessions in {settings.ledger_dir}")
+    for incident in report["ledger_incidents"]:
+        console.print(f"[red]ledger incident[/] {escape(incident)}", highlight=False)
 
 
 async def _status(settings: Settings) -> dict[str, Any]:
@@ -196,6 +199,7 @@ async def _status(settings: Settings) -> dict[str, Any]:
         "dead_letters": dlq.get("state", {}).get("messages", 0),
         "refused": sum(refused.values()),
         "ledger": await asyncio.to_thread(_ledger_summary, settings),
+        "ledger_incidents": await asyncio.to_thread(read_incidents, settings.ledger_dir),
     }
 
 
