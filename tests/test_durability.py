@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from eventloom.bus.auth import role_credentials
 from eventloom.chain import GENESIS, ChainBreak, ChainTip, check_next
 from eventloom.event import Event, decode_event
 from eventloom.keys import KeyStore
@@ -133,11 +134,20 @@ class IdleConnection:
     state (it depends on unread bytes at the instant of the kill), so the test makes it certain.
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, data_dir: Path) -> None:
         host, port = url.removeprefix("nats://").rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=5)
         self._read_until(b"INFO ")
-        self.sock.sendall(b'CONNECT {"verbose":false,"pedantic":false,"name":"idle"}\r\nPING\r\n')
+        admin = role_credentials(data_dir, "admin")  # the node's bus asks who we are
+        assert admin is not None
+        hello = {
+            "verbose": False,
+            "pedantic": False,
+            "name": "idle",
+            "user": admin.user,
+            "pass": admin.password,
+        }
+        self.sock.sendall(b"CONNECT " + json.dumps(hello).encode() + b"\r\nPING\r\n")
         self._read_until(b"PONG")
 
     def _read_until(self, token: bytes) -> None:
@@ -314,7 +324,7 @@ def test_kill_9_node_while_appending(harness: Harness) -> None:
     timings: dict[str, float] = {}
     info = h.node.start()
     url = info.nats_url
-    idle = IdleConnection(url)
+    idle = IdleConnection(url, h.data_dir)
     client: ClientProcess | None = None
     try:
         client = ClientProcess(h.root, h.data_dir, url)
@@ -359,7 +369,7 @@ def test_kill_9_nats_server_while_appending(harness: Harness) -> None:
     url = info.nats_url
     assert 'sync_interval: "always"' in (h.data_dir / "nats" / "nats.conf").read_text()
     assert h.node.nats_children() == [info.nats_pid]
-    idle = IdleConnection(url)
+    idle = IdleConnection(url, h.data_dir)
     client: ClientProcess | None = None
     try:
         client = ClientProcess(h.root, h.data_dir, url)
