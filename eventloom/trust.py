@@ -42,7 +42,7 @@ class EventVerifier:
 
     async def open(self) -> None:
         self._keyring = await asyncio.to_thread(self._keys.load_keyring)
-        self._checker = EventChecker(workers=1, niceness=0)
+        self._checker = EventChecker(niceness=0)  # a thread per core: libsodium releases the GIL
 
     def close(self) -> None:
         if self._checker is not None:
