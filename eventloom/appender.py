@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import logging
 import random
 from collections import deque
 from collections.abc import Sequence
@@ -20,20 +19,17 @@ from nats.js.kv import KeyValue
 
 from eventloom.bus.publish import publish_many
 from eventloom.bus.stream import StreamLayout
-from eventloom.chain import ChainBreak, check_self, self_problem
 from eventloom.errors import (
     BusUnavailableError,
     ConcurrencyError,
     EventloomError,
     EventValidationError,
-    UntrustedTailError,
     WrongExpectedSeqError,
 )
 from eventloom.event import Event, encode_event, principal_problem
-from eventloom.keys import Keyring, KeyStore, Signer
-from eventloom.quarantine import cleared_digests, message_digest
+from eventloom.keys import KeyStore, Signer
 from eventloom.sealing import Sealer
-from eventloom.tail import MalformedMessageError, event_at, last_event, valid_tail
+from eventloom.tail import MalformedMessageError, TailFinder, event_at, last_event
 from eventloom.validation import (
     validate_actor,
     validate_caused_by,
@@ -41,8 +37,6 @@ from eventloom.validation import (
     validate_session,
     validate_type,
 )
-
-log = logging.getLogger(__name__)
 
 IDEMPOTENCY_BUCKET: Final = "EVENTLOOM_IDEMPOTENCY"
 WRONG_LAST_SEQUENCE: Final = 10071
@@ -137,9 +131,7 @@ class Appender:
         keys: KeyStore | None = None,
     ) -> None:
         self._client = client
-        self._keys = keys
-        self._keyring: Keyring | None = None
-        self._cleared: set[str] = set()
+        self._tails = TailFinder(client, layout, keys)
         self._js = client.jetstream(timeout=publish_timeout)
         self._layout = layout
         self._sealer = Sealer(signer)
@@ -259,20 +251,7 @@ class Appender:
         return False
 
     async def _load_tail(self, writer: _SessionWriter) -> _Tail:
-        """Chain onto the session's last valid event, never onto bytes someone published past us, and never
-        past an event signed by a key we do not know (it may be a peer's we were not told to trust)."""
-        if self._keys is not None and self._keyring is None:
-            self._keyring = await asyncio.to_thread(self._keys.load_keyring)
-        try:
-            found = await valid_tail(self._client, self._layout, writer.session, self._tail_problem)
-        except UntrustedTailError:
-            if self._keys is None:
-                raise
-            self._keyring = await asyncio.to_thread(self._keys.load_keyring)  # trusted since?
-            self._cleared = await cleared_digests(self._client)  # or reviewed as a forgery?
-            found = await valid_tail(self._client, self._layout, writer.session, self._tail_problem)
-        for stream_seq, reason in found.skipped:
-            log.warning("session %s: stream message %s skipped: %s", writer.session, stream_seq, reason)
+        found = await self._tails.find(writer.session)
         stored = found.last_valid
         tail = (
             _Tail(stream_seq=found.stream_seq)
@@ -281,19 +260,6 @@ class Appender:
         )
         writer.tail = tail
         return tail
-
-    def _tail_problem(self, event: Event) -> str | None:
-        if self._keyring is None:
-            return self_problem(event, None)
-        try:
-            check_self(event, self._keyring)
-        except ChainBreak as exc:
-            if not exc.unknown_key:
-                return exc.reason
-            if message_digest(encode_event(event)) in self._cleared:
-                return f"cleared from quarantine: {exc.reason}"
-            raise UntrustedTailError(event.session, event.seq, exc.reason) from None
-        return None
 
     async def _publish(self, subject: str, events: list[Event], expected_subject_seq: int) -> int:
         """Publish one event, or several as one atomic batch; returns the stream seq of the last."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -10,8 +12,13 @@ import msgspec
 from nats.aio.client import Client
 
 from eventloom.bus.stream import StreamLayout, jetstream_api
-from eventloom.errors import EventloomError
+from eventloom.chain import ChainBreak, check_self, self_problem
+from eventloom.errors import EventloomError, UntrustedTailError
 from eventloom.event import Event, decode_event, encode_event
+from eventloom.keys import Keyring, KeyStore
+from eventloom.quarantine import cleared_digests, message_digest
+
+log = logging.getLogger(__name__)
 
 _NO_MESSAGE = 10037
 
@@ -183,3 +190,45 @@ async def _next_event(
         if isinstance(verdict, Event):
             return StoredEvent(verdict, found[1])
         start = found[1] + 1
+
+
+class TailFinder:
+    """Finds the event a session's next append chains onto: its last valid event, stepping over bytes
+    someone published past the appender, but never over an event signed by a key this node does not know
+    (it may be a peer's whose key was never shared: chaining past it would fork the session), unless an
+    operator reviewed that message (`eventloom quarantine clear`). Without a key store, form and hash only."""
+
+    def __init__(self, client: Client, layout: StreamLayout, keys: KeyStore | None) -> None:
+        self._client = client
+        self._layout = layout
+        self._keys = keys
+        self._keyring: Keyring | None = None
+        self._cleared: set[str] = set()
+
+    async def find(self, session: str) -> SessionTail:
+        if self._keys is not None and self._keyring is None:
+            self._keyring = await asyncio.to_thread(self._keys.load_keyring)
+        try:
+            found = await valid_tail(self._client, self._layout, session, self._problem)
+        except UntrustedTailError:
+            if self._keys is None:
+                raise
+            self._keyring = await asyncio.to_thread(self._keys.load_keyring)  # trusted since?
+            self._cleared = await cleared_digests(self._client)  # or reviewed as a forgery?
+            found = await valid_tail(self._client, self._layout, session, self._problem)
+        for stream_seq, reason in found.skipped:
+            log.warning("session %s: stream message %s skipped: %s", session, stream_seq, reason)
+        return found
+
+    def _problem(self, event: Event) -> str | None:
+        if self._keyring is None:
+            return self_problem(event, None)
+        try:
+            check_self(event, self._keyring)
+        except ChainBreak as exc:
+            if not exc.unknown_key:
+                return exc.reason
+            if message_digest(encode_event(event)) in self._cleared:
+                return f"cleared from quarantine: {exc.reason}"
+            raise UntrustedTailError(event.session, event.seq, exc.reason) from None
+        return None
