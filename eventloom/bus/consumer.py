@@ -126,9 +126,22 @@ class DurableConsumer:
         self._inbox: _PullInbox | None = None
 
     async def open(self) -> None:
-        """Create the consumer if missing (or recreate it with new settings), then start pulling."""
+        """Create the consumer if missing, or update the settings an existing one may change, then start
+        pulling. An existing consumer keeps where it starts (a rebuild may have moved it past what it
+        replayed): its position is the point of being durable, and the server refuses to change it."""
+        config = self.spec.config()
         try:
-            await self._js.add_consumer(self.stream, self.spec.config())
+            existing: ConsumerConfig | None = (
+                await self._js.consumer_info(self.stream, self.spec.durable)
+            ).config
+        except nats.js.errors.NotFoundError:
+            existing = None
+        if existing is not None:
+            config.deliver_policy = existing.deliver_policy
+            config.opt_start_seq = existing.opt_start_seq
+            config.opt_start_time = existing.opt_start_time
+        try:
+            await self._js.add_consumer(self.stream, config)
         except nats.js.errors.BadRequestError as exc:
             if exc.err_code != 10148:  # 10148: a consumer by that name exists with other settings
                 raise
