@@ -15,7 +15,9 @@ import pytest
 from eventloom.event import os_principal
 from eventloom.runtime import read_runtime
 from eventloom.settings import Settings
+from gateway.cli.demo import _show as show_demo
 from gateway.node_process import NodeProcess
+from gateway.story import Told
 from readmodels.graph import ladybug_schema, neo4j_schema
 from tests.conftest import run_cli
 
@@ -307,3 +309,46 @@ def test_up_right_after_kill_9_is_not_refused(tmp_path: Path) -> None:
     finally:
         again.stop()
         first.process.wait()
+
+
+def test_verify_says_how_many_sessions_are_broken(tmp_path: Path) -> None:
+    fixtures = Path(__file__).resolve().parent / "fixtures" / "format"
+    ledger = tmp_path / "ledger"
+    ledger.mkdir()
+    for name in ("example-session.jsonl", "MANIFEST.json"):
+        (ledger / name).write_bytes((fixtures / name).read_bytes())
+    (ledger / "other.jsonl").write_bytes(b"not an event\n")
+    result = run_cli(
+        Settings(data_dir=tmp_path / "data"),
+        "verify", "--ledger-only", str(ledger), "--keyring", str(fixtures / "keyring.json"),
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "verification failed: 1 of 2 session(s) broken" in " ".join(result.stderr.split())
+
+
+def test_the_demo_prints_the_checkout_citations_verbatim(capsys: pytest.CaptureFixture[str]) -> None:
+    prompt = "Cite them as [1]; each [n] is an event.\n[1] eventloom://work/events/3#abc [bold]x[/bold]"
+    told = Told(
+        citations={"decision": "eventloom://work/events/3#abc"},
+        events={"fact": {"ts": "2026-11-25T00:00:00.000000Z"}},
+        answers={
+            "handoff": {"summary": {"events": 3}, "integrity": {"ok": True}, "replay": []},
+            "checkout": {"prompt": prompt, "answerability": {"answer_from_memory": True}},
+            "as_of": {"hits": [{"entity": "cache", "summary": "TTL [5] minutes", "citations": []}]},
+            "inferred": {
+                "edges": 0,
+                "by_kind": {},
+                "by_method": {},
+                "confidence": {},
+                "evidence_coverage": 0,
+                "missing_provenance": 0,
+            },
+            "causes": {"steps": []},
+            "effects": {"steps": []},
+            "verify": {"ok": True, "sessions": []},
+        },
+    )
+    show_demo(told)
+    printed = capsys.readouterr().err
+    for kept in ("[1]", "[n]", "[bold]x[/bold]", "TTL [5] minutes"):
+        assert kept in printed, kept

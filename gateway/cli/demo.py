@@ -12,6 +12,7 @@ from mcp import Client
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, console, run, settings_of
@@ -68,13 +69,12 @@ def _show(told: Told) -> None:
     console.print(
         f"[bold]4. handoff bundle[/] for bob: {handoff['summary']['events']} events, "
         f"integrity ok={handoff['integrity']['ok']}, last: "
-        + "; ".join(f"{line['type']} ({line['digest']})" for line in handoff["replay"][-3:])
+        + escape("; ".join(f"{line['type']} ({line['digest']})" for line in handoff["replay"][-3:]))
     )
     checkout = told.answers["checkout"]
-    console.print(
-        Panel(checkout["prompt"], title="5. Memory Checkout (memory_checkout, prompt text)", expand=False)
-    )
-    console.print(f"   answerability: {checkout['answerability']}")
+    prompt = Text(checkout["prompt"])  # plain text: its "[n]" citations are not markup
+    console.print(Panel(prompt, title="5. Memory Checkout (memory_checkout, prompt text)", expand=False))
+    console.print(f"   answerability: {escape(str(checkout['answerability']))}")
     _show_as_of(told)
     _show_edges(told)
     verify = told.answers["verify"]
@@ -92,9 +92,8 @@ def _show_as_of(told: Told) -> None:
     for hit in as_of["hits"][:3]:
         window = f"valid {hit.get('valid_from')} .. {hit.get('valid_to') or 'now'}"
         cites = ", ".join(c["uri"] for c in hit.get("citations", [])[:2])
-        console.print(
-            f"   - {hit.get('entity') or hit.get('type')}: {hit.get('summary')}  ({window}; {cites})"
-        )
+        line = f"   - {hit.get('entity') or hit.get('type')}: {hit.get('summary')}  ({window}; {cites})"
+        console.print(escape(line))
 
 
 def _show_edges(told: Told) -> None:

@@ -99,5 +99,11 @@ def _print(report: VerifyReport) -> None:
             console.print(
                 escape(f"        seq {finding.seq} [{finding.where}]: {finding.reason}"), highlight=False
             )
-    verdict = "[green]verified[/]" if report.ok else "[red]verification failed[/]"
-    console.print(f"{verdict}: {len(report.sessions)} session(s)", highlight=False)
+    broken = sum(1 for item in report.sessions if not item.ok)
+    if report.ok:
+        console.print(f"[green]verified[/]: {len(report.sessions)} session(s)", highlight=False)
+    else:
+        console.print(
+            f"[red]verification failed[/]: {broken} of {len(report.sessions)} session(s) broken",
+            highlight=False,
+        )
