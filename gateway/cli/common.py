@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import msgspec
 import typer
+from nats.aio.client import Client
 from rich.console import Console
 
+from eventloom.bus.connection import connect, credentials_of
+from eventloom.bus.stream import StreamLayout, describe_stream
 from eventloom.errors import EventloomError, EventValidationError, NodeNotRunningError, WrongExpectedSeqError
+from eventloom.runtime import resolve_nats_url
 from eventloom.settings import Settings
 
 T = TypeVar("T")
@@ -60,3 +64,14 @@ def fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
 def print_json(value: object) -> None:
     sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
     sys.stdout.flush()
+
+
+async def on_stream(settings: Settings, name: str, work: Callable[[Client, StreamLayout], Awaitable[T]]) -> T:
+    """`work` on a one-shot connection to the node's existing stream (nothing is created or changed)."""
+    client = await connect(
+        resolve_nats_url(settings), name=name, persistent=False, credentials=credentials_of(settings)
+    )
+    try:
+        return await work(client, await describe_stream(client, settings.stream))
+    finally:
+        await asyncio.shield(client.close())

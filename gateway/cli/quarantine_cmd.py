@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
-import getpass
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from nats.aio.client import Client
 
-from eventloom.bus.connection import connect, credentials_of
-from eventloom.bus.stream import describe_stream
+from eventloom.bus.stream import StreamLayout
+from eventloom.event import os_principal
 from eventloom.keys import Keyring
 from eventloom.quarantine import Quarantined, clear_quarantined, cleared_digests
-from eventloom.runtime import resolve_nats_url
 from eventloom.settings import Settings
 from eventloom.verify import find_quarantined
-from gateway.cli.common import EXIT_INVALID, console, fail, print_json, run, settings_of
+from gateway.cli.common import EXIT_INVALID, console, fail, on_stream, print_json, run, settings_of
 from gateway.cli.verify_cmd import load_keyring
 
 quarantine_app = typer.Typer(
@@ -90,32 +88,19 @@ def _print(found: list[Quarantined]) -> None:
 async def _find(
     settings: Settings, keyring: Keyring, session: str | None, show_all: bool
 ) -> list[Quarantined]:
-    client = await connect(
-        resolve_nats_url(settings),
-        name="eventloom-quarantine",
-        persistent=False,
-        credentials=credentials_of(settings),
-    )
-    try:
-        layout = await describe_stream(client, settings.stream)
+    async def find(client: Client, layout: StreamLayout) -> list[Quarantined]:
         found = await find_quarantined(client, layout, keyring, session)
         cleared = set() if show_all else await cleared_digests(client)
         return [q for q in found if q.digest not in cleared]
-    finally:
-        await asyncio.shield(client.close())
+
+    return await on_stream(settings, "eventloom-quarantine", find)
 
 
 async def _clear(settings: Settings, found: list[Quarantined]) -> int:
     if not found:
         return 0
-    client = await connect(
-        resolve_nats_url(settings),
-        name="eventloom-quarantine",
-        persistent=False,
-        credentials=credentials_of(settings),
-    )
-    try:
-        layout = await describe_stream(client, settings.stream)
-        return await clear_quarantined(client, layout, found, f"cli:{getpass.getuser()}")
-    finally:
-        await asyncio.shield(client.close())
+
+    async def clear(client: Client, layout: StreamLayout) -> int:
+        return await clear_quarantined(client, layout, found, os_principal())
+
+    return await on_stream(settings, "eventloom-quarantine", clear)

@@ -2,23 +2,30 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from nats.aio.client import Client
 from rich.markup import escape
 
-from eventloom.bus.connection import connect, credentials_of
-from eventloom.bus.stream import describe_stream
+from eventloom.bus.stream import StreamLayout
 from eventloom.errors import EventValidationError
 from eventloom.event import utc_timestamp
 from eventloom.keys import Keyring, KeyStore, TrustedKey
-from eventloom.runtime import resolve_nats_url
 from eventloom.settings import Settings
 from eventloom.validation import decode_json_input
 from eventloom.verify import VerifyReport, verify_everything, verify_ledger_dir
-from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, print_json, run, settings_of
+from gateway.cli.common import (
+    EXIT_FAILED,
+    EXIT_INVALID,
+    console,
+    fail,
+    on_stream,
+    print_json,
+    run,
+    settings_of,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -71,19 +78,12 @@ def load_keyring(settings: Settings, path: Path | None) -> Keyring:
 
 
 async def _verify(settings: Settings, keyring: Keyring, session: str | None, wait: float) -> VerifyReport:
-    client = await connect(
-        resolve_nats_url(settings),
-        name="eventloom-verify",
-        persistent=False,
-        credentials=credentials_of(settings),
-    )
-    try:
-        layout = await describe_stream(client, settings.stream)
+    async def verify(client: Client, layout: StreamLayout) -> VerifyReport:
         return await verify_everything(
             client, layout, keyring, settings.ledger_dir, session=session, wait_s=wait
         )
-    finally:
-        await asyncio.shield(client.close())
+
+    return await on_stream(settings, "eventloom-verify", verify)
 
 
 def _print(report: VerifyReport) -> None:
