@@ -6,6 +6,7 @@ import fcntl
 import os
 import time
 from pathlib import Path
+from typing import Literal
 
 import msgspec
 
@@ -13,6 +14,17 @@ from eventloom.errors import EventloomError, NodeNotRunningError
 from eventloom.settings import Settings
 
 LOCK_NAME = "node.lock"
+
+
+class RoleState(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """How one role of a running process fares. A role that failed is `failing` (with its last error) until
+    it has run a while again without failing."""
+
+    state: Literal["running", "failing"] = "running"
+    restarts: int = 0
+    last_error: str | None = None
+    failed_at: str | None = None
+    retry_in_s: float | None = None  # while failing: the backoff before the next restart
 
 
 class RuntimeInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -24,6 +36,11 @@ class RuntimeInfo(msgspec.Struct, frozen=True, kw_only=True):
     started_at: str
     roles: list[str] = msgspec.field(default_factory=list)
     http_url: str | None = None
+    role_states: dict[str, RoleState] = msgspec.field(default_factory=dict)
+    producers: list[str] = msgspec.field(default_factory=list)  # the producers its `producers` role runs
+
+    def failing(self) -> dict[str, RoleState]:
+        return {name: s for name, s in self.role_states.items() if s.state == "failing"}
 
 
 def write_runtime(path: Path, info: RuntimeInfo) -> None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
-from collections.abc import Awaitable, Callable
+from functools import partial
 
 from eventloom.bus.auth import authorization_block, ensure_passwords
 from eventloom.bus.connection import connect, credentials_of
@@ -21,13 +20,10 @@ from eventloom.runtime import LOCK_NAME, NodeLock, RuntimeInfo, write_runtime
 from eventloom.settings import Settings
 from gateway.mcp.http import HttpGateway, serve_http
 from gateway.memory_role import MEMORY_PROJECTORS, LiveReadModels
+from gateway.supervisor import Role, RoleSupervisor
 from gateway.workers import enabled_producers, enabled_projectors, producer_runner, run_projector
+from projectors.partitions import consumer_name
 from readmodels.query.service import serve_memory
-
-Role = Callable[[], Awaitable[None]]
-
-log = logging.getLogger(__name__)
-_RETRY_S = 0.5
 
 
 class Node:
@@ -42,6 +38,9 @@ class Node:
         self.ready = asyncio.Event()
         self.mirror: LedgerMirror | None = None
         self.roles: list[str] = []
+        self.supervisor = RoleSupervisor(on_change=self._record_runtime)
+        self.started_at = utc_timestamp()
+        self._recording = asyncio.Lock()
 
     async def run(self, stop: asyncio.Event) -> None:
         settings = self.settings
@@ -65,7 +64,7 @@ class Node:
                 authorization=authorization_block(passwords, settings.stream),
             )
             self.url = await self.embedded.start()
-            self.embedded.on_restart = lambda: asyncio.to_thread(self._write_runtime)
+            self.embedded.on_restart = self._record_runtime
         client = await connect(self.url, name="eventloom-node", credentials=credentials_of(settings))
         event_log: EventLog | None = None
         try:
@@ -73,13 +72,13 @@ class Node:
             self.mirror = LedgerMirror(client, layout, keys, settings.ledger_dir)
             event_log = await EventLog.open(settings, url=self.url)
             roles: dict[str, Role] = {"ledger-mirror": lambda: self.mirror.run(stop)}  # type: ignore[union-attr]
-            roles.update(worker_roles(event_log, stop))
+            roles.update(worker_roles(event_log, stop, supervisor=self.supervisor))
             if self.http is not None:
                 roles["gateway-http"] = self._gateway_role(stop)
             self.roles = sorted(roles)
-            await asyncio.to_thread(self._write_runtime)
+            await self._record_runtime()
             self.ready.set()
-            await supervise(roles, stop)
+            await self.supervisor.run(roles, stop)
         finally:
             with contextlib.suppress(OSError):
                 await asyncio.to_thread(settings.runtime_file.unlink)
@@ -96,63 +95,63 @@ class Node:
 
         async def serving(gateway: HttpGateway) -> None:
             self.http_url = gateway.url
-            await asyncio.to_thread(self._write_runtime)
+            await self._record_runtime()
 
         return lambda: serve_http(self.settings, self.url, host, port, stop, on_ready=serving)
 
-    def _write_runtime(self) -> None:
+    async def _record_runtime(self) -> None:
+        """Rewrite `<data>/runtime.json` from the node's state now; one write at a time, in call order."""
         assert self.url is not None
-        write_runtime(
-            self.settings.runtime_file,
-            RuntimeInfo(
-                pid=os.getpid(),
-                nats_url=self.url,
-                embedded=self.embedded is not None,
-                nats_pid=self.embedded.pid if self.embedded else None,
-                data_dir=str(self.settings.data_dir),
-                started_at=utc_timestamp(),
-                roles=["nats" if self.embedded else "nats-external", *self.roles],
-                http_url=self.http_url,
-            ),
+        info = RuntimeInfo(
+            pid=os.getpid(),
+            nats_url=self.url,
+            embedded=self.embedded is not None,
+            nats_pid=self.embedded.pid if self.embedded else None,
+            data_dir=str(self.settings.data_dir),
+            started_at=self.started_at,
+            roles=["nats" if self.embedded else "nats-external", *self.roles],
+            http_url=self.http_url,
+            role_states=dict(self.supervisor.states),
+            producers=enabled_producers(self.settings) if "producers" in self.roles else [],
         )
+        async with self._recording:
+            await asyncio.to_thread(write_runtime, self.settings.runtime_file, info)
 
 
 def worker_roles(
-    event_log: EventLog, stop: asyncio.Event, *, only: tuple[str, ...] | None = None
+    event_log: EventLog,
+    stop: asyncio.Event,
+    *,
+    only: tuple[str, ...] | None = None,
+    supervisor: RoleSupervisor | None = None,
 ) -> dict[str, Role]:
     """Every enabled projector (or those of `only`), the query service over the memory read models among
-    them, and one shared consumer for every enabled producer (none with `only`)."""
+    them, and one shared consumer for every enabled producer (none with `only`). With the `supervisor` that
+    will run them, projectors report their troubles to it and the query service's health names its failing
+    roles."""
     settings = event_log.settings
+    failing = supervisor.failing if supervisor is not None else None
     roles: dict[str, Role] = {}
     live = LiveReadModels()
     projectors = [name for name in enabled_projectors(settings) if only is None or name in only]
     for name in projectors:
-        roles[f"projector:{name}"] = lambda name=name: run_projector(event_log, name, None, stop, live)  # type: ignore[misc]
+        role = f"projector:{name}"
+        trouble = supervisor.reporter(role) if supervisor is not None else None
+        roles[role] = partial(run_projector, event_log, name, None, stop, live, trouble)
     if set(projectors) & set(MEMORY_PROJECTORS):
-        roles["query"] = lambda: serve_memory(event_log.client, live.memory(), stop)
+        roles["query"] = lambda: serve_memory(event_log.client, live.memory(), stop, failing=failing)
     producers = enabled_producers(settings) if only is None else []
     if producers:
         roles["producers"] = lambda: producer_runner(event_log, producers, None).run(stop)
     return roles
 
 
-async def keep_running(name: str, role: Role, stop: asyncio.Event) -> None:
-    """A role restarts after a failure (e.g. NATS restarting) instead of taking the process down."""
-    while not stop.is_set():
-        try:
-            await role()
-        except Exception:
-            log.exception("%s failed; restarting in %.1fs", name, _RETRY_S)
-            await asyncio.sleep(_RETRY_S)
-
-
-async def supervise(roles: dict[str, Role], stop: asyncio.Event) -> None:
-    """Run every role until `stop`; then give each 15 s to finish the batch in hand."""
-    tasks = {asyncio.create_task(keep_running(n, r, stop), name=n) for n, r in roles.items()}
-    await stop.wait()
-    _, running = await asyncio.wait(tasks, timeout=15)
-    for task in running:
-        task.cancel()
-    for task in running:
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+def role_of_consumer(consumer: str, node: RuntimeInfo) -> str | None:
+    """The role of `node` that reads through `consumer` (None: another process's, or a rebuild's)."""
+    if consumer == "ledger-mirror":
+        return consumer
+    if consumer.startswith("projector-") and f"projector:{consumer.removeprefix('projector-')}" in node.roles:
+        return f"projector:{consumer.removeprefix('projector-')}"
+    if node.producers and consumer == consumer_name("producer", "-".join(sorted(node.producers)), None):
+        return "producers"
+    return None

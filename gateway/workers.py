@@ -11,7 +11,7 @@ from gateway.memory_role import LiveReadModels
 from projectors.emitter import ProducerProjection
 from projectors.graph.projector import GraphProjector
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available, load_producer, load_projector
-from projectors.runtime import ProjectorRunner
+from projectors.runtime import ProjectorRunner, TroubleListener
 from readmodels.graph.service import serve_cypher
 
 
@@ -23,13 +23,16 @@ def enabled_producers(settings: Settings) -> list[str]:
     return settings.enabled("producers", list(available(PRODUCERS_GROUP)))
 
 
-def projector_runner(log: EventLog, name: str, partitions: list[int] | None) -> ProjectorRunner:
+def projector_runner(
+    log: EventLog, name: str, partitions: list[int] | None, on_trouble: TroubleListener | None = None
+) -> ProjectorRunner:
     return ProjectorRunner(
         log.client,
         log.layout,
         load_projector(name, log.settings),
         partitions=partitions,
         keys=KeyStore(log.settings.data_dir),
+        on_trouble=on_trouble,
     )
 
 
@@ -39,11 +42,13 @@ async def run_projector(
     partitions: list[int] | None,
     stop: asyncio.Event,
     live: LiveReadModels | None = None,
+    on_trouble: TroubleListener | None = None,
 ) -> None:
     """Run a projector; a graph projector also answers read-only Cypher for the processes that ask.
 
-    With `live`, the projector's read model is also offered to this process's query service."""
-    runner = projector_runner(log, name, partitions)
+    With `live`, the projector's read model is also offered to this process's query service; `on_trouble`
+    hears when its read model cannot be written (and when it can again)."""
+    runner = projector_runner(log, name, partitions, on_trouble)
     if live is not None:
         live.add(runner)
     projector = runner.projector

@@ -60,6 +60,10 @@ class RunnerStats:
     started_at: float = field(default_factory=time.monotonic)
 
 
+TroubleListener = Callable[[str | None, float | None], Awaitable[None]]
+"""Hears why a worker cannot go on (and when it tries again), and `None` once it can."""
+
+
 @dataclass
 class _Item:
     message: Msg
@@ -80,8 +84,11 @@ class ProjectorRunner:
         role: str = "projector",
         consumer: str | None = None,
         keys: KeyStore,
+        on_trouble: TroubleListener | None = None,
     ) -> None:
         self._client = client
+        self._on_trouble = on_trouble
+        self.trouble: str | None = None  # why the read model cannot be written now (None: it can)
         self._verifier = EventVerifier(keys, client, layout)
         self._layout = layout
         self.projector = projector
@@ -301,13 +308,23 @@ class ProjectorRunner:
         attempt = 0
         while True:
             try:
-                return await call()
+                result = await call()
             except ReadModelUnavailableError as exc:
                 wait = waits[min(attempt, len(waits) - 1)]
                 log.warning("%s: read model unavailable (%s); pausing %.1fs", self.consumer, exc, wait)
+                await self._troubled(f"read model unavailable: {exc}", wait)
                 self.stats.paused_s += wait
                 attempt += 1
                 await asyncio.sleep(wait)
+            else:
+                if self.trouble is not None:
+                    await self._troubled(None, None)
+                return result
+
+    async def _troubled(self, trouble: str | None, retry_in_s: float | None) -> None:
+        self.trouble = trouble
+        if self._on_trouble is not None:
+            await self._on_trouble(trouble, retry_in_s)
 
     async def _dead_letter(
         self, message: Msg, event: Event | None, error: str, attempts: int = 1, *, session: str | None = None

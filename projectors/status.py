@@ -41,6 +41,8 @@ class ConsumerStatus(msgspec.Struct, frozen=True, kw_only=True):
     applied: int | None = None
     refused: int | None = None
     updated_at: str | None = None
+    state: str | None = None  # of the node role reading through it: running | failing
+    last_error: str | None = None  # while failing
 
 
 class StatsPublisher:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -12,11 +12,12 @@ import msgspec
 import typer
 from nats.aio.client import Client
 from rich.console import Console
+from rich.markup import escape
 
 from eventloom.bus.connection import connect, credentials_of
 from eventloom.bus.stream import StreamLayout, describe_stream
 from eventloom.errors import EventloomError, EventValidationError, NodeNotRunningError, WrongExpectedSeqError
-from eventloom.runtime import resolve_nats_url
+from eventloom.runtime import RoleState, resolve_nats_url
 from eventloom.settings import Settings
 
 T = TypeVar("T")
@@ -64,6 +65,14 @@ def fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
 def print_json(value: object) -> None:
     sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
     sys.stdout.flush()
+
+
+def print_failing(failing: Mapping[str, RoleState]) -> None:
+    """A red line per failing role: its restarts, when it tries again, its last error."""
+    for name, state in failing.items():
+        when = f", next try in {state.retry_in_s:g}s" if state.retry_in_s is not None else ""
+        line = f"({state.restarts} restart(s){when}): {state.last_error}"
+        console.print(f"[red]role {escape(name)} failing[/] {escape(line)}", highlight=False)
 
 
 async def on_stream(settings: Settings, name: str, work: Callable[[Client, StreamLayout], Awaitable[T]]) -> T:

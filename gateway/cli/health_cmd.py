@@ -1,5 +1,5 @@
-"""`eventloom health ledger | query | gateway`: exit 0 when the role answers, 1 when it does not (for
-orchestrators' healthchecks; `--json` for scripts)."""
+"""`eventloom health node | ledger | query | gateway`: exit 0 when the role answers and none of the roles it
+depends on is failing, 1 otherwise (for orchestrators' healthchecks; `--json` for scripts)."""
 
 from __future__ import annotations
 
@@ -7,17 +7,19 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import httpx2
+import msgspec
 import nats.errors
 import nats.js.errors
 import typer
 from nats.aio.client import Client
+from rich.markup import escape
 
 from eventloom.bus.connection import connect, credentials_of
 from eventloom.bus.stream import describe_stream
 from eventloom.ledger.mirror import MIRROR_CONSUMER
-from eventloom.runtime import read_runtime, resolve_nats_url
+from eventloom.runtime import RoleState, read_runtime, resolve_nats_url
 from eventloom.settings import Settings
-from gateway.cli.common import EXIT_FAILED, console, print_json, run, settings_of
+from gateway.cli.common import EXIT_FAILED, console, print_failing, print_json, run, settings_of
 from readmodels.query.client import MemoryClient
 from readmodels.query.protocol import MemoryUnavailableError
 
@@ -31,16 +33,39 @@ def register(app: typer.Typer) -> None:
 
 
 def _report(ok: bool, detail: dict[str, Any], as_json: bool) -> None:
+    failing = msgspec.convert(detail.pop("failing", None) or {}, dict[str, RoleState])
     if as_json:
-        print_json({"ok": ok, **detail})
-    else:
-        console.print(("[green]healthy[/] " if ok else "[red]unhealthy[/] ") + str(detail), highlight=False)
+        print_json({"ok": ok, **detail, "failing": failing})
+        return _exit_unless(ok)
+    verdict = "[green]healthy[/] " if ok else "[red]unhealthy[/] "
+    console.print(verdict + escape(str(detail)), highlight=False)
+    print_failing(failing)
+    _exit_unless(ok)
+
+
+def _exit_unless(ok: bool) -> None:
     if not ok:
         raise typer.Exit(EXIT_FAILED)
 
 
+def _failing(states: dict[str, RoleState]) -> dict[str, Any]:
+    return {name: msgspec.to_builtins(state) for name, state in states.items()}
+
+
+@health_app.command("node", help="A node runs on this data dir and none of its roles is failing.")
+def node(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    settings = settings_of(ctx)
+    info = read_runtime(settings.runtime_file)
+    if info is None:
+        _report(False, {"reason": f"no node is running on {settings.data_dir}"}, as_json)
+        return
+    failing = info.failing()
+    _report(not failing, {"pid": info.pid, "roles": info.roles, "failing": _failing(failing)}, as_json)
+
+
 @health_app.command(
-    "ledger", help="The node on this data dir runs the ledger mirror, and its consumer exists."
+    "ledger",
+    help="The node on this data dir runs the ledger mirror, it is not failing, and its consumer exists.",
 )
 def ledger(ctx: typer.Context, as_json: JsonOption = False) -> None:
     settings = settings_of(ctx)
@@ -48,8 +73,9 @@ def ledger(ctx: typer.Context, as_json: JsonOption = False) -> None:
     if node is None or "ledger-mirror" not in node.roles:
         _report(False, {"reason": f"no node running the ledger mirror on {settings.data_dir}"}, as_json)
         return
-    detail = run(_mirror_lag(settings))
-    _report(detail.get("pending") is not None, detail, as_json)
+    failing = {k: v for k, v in node.failing().items() if k == "ledger-mirror"}
+    detail = run(_mirror_lag(settings)) | ({"failing": _failing(failing)} if failing else {})
+    _report(detail.get("pending") is not None and not failing, detail, as_json)
 
 
 async def _asked(settings: Settings, ask: Callable[[Client], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
@@ -80,15 +106,18 @@ async def _mirror_lag(settings: Settings) -> dict[str, Any]:
     return await _asked(settings, lag)
 
 
-@health_app.command("query", help="A query service answers on NATS.")
+@health_app.command(
+    "query", help="A query service answers on NATS and no role beside it (its projectors) is failing."
+)
 def query(ctx: typer.Context, as_json: JsonOption = False) -> None:
     detail = run(_ask_query(settings_of(ctx)))
-    _report(bool(detail.get("answered")), detail, as_json)
+    _report(bool(detail.get("answered")) and not detail.get("failing"), detail, as_json)
 
 
 async def _ask_query(settings: Settings) -> dict[str, Any]:
     async def answered(client: Client) -> dict[str, Any]:
-        return {"answered": await MemoryClient(client, timeout_s=_TIMEOUT_S).healthy()}
+        health = await MemoryClient(client, timeout_s=_TIMEOUT_S).health()
+        return {"answered": True, "failing": _failing(health.failing)}
 
     return await _asked(settings, answered)
 

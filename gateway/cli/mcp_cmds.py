@@ -21,7 +21,8 @@ from gateway.cli.common import EXIT_INVALID, console, fail, print_json, run, set
 from gateway.mcp.http import HttpGateway, serve_http
 from gateway.mcp.stdio import run_stdio
 from gateway.mcp.tokens import Role, add_token, default_actors, read_tokens, revoke_token
-from gateway.node import supervise, worker_roles
+from gateway.node import worker_roles
+from gateway.supervisor import RoleSupervisor
 
 DEFAULT_LISTEN = "127.0.0.1:8787"
 MEMORY_MODELS = ("graph", "keyword", "vector", "inferred")
@@ -114,14 +115,15 @@ def query_serve(ctx: typer.Context) -> None:
 async def _serve_queries(settings: Settings) -> None:
     stop = _stop_on_signals()
     async with await EventLog.open(settings) as log:
-        roles = worker_roles(log, stop, only=MEMORY_MODELS)
+        supervisor = RoleSupervisor()
+        roles = worker_roles(log, stop, only=MEMORY_MODELS, supervisor=supervisor)
         if "query" not in roles:
             raise EventloomError(
                 "no memory read model is enabled: "
                 "set EVENTLOOM_PROJECTORS to include graph, keyword or vector"
             )
         console.print(f"query role: {', '.join(sorted(roles))} (Ctrl-C to stop)")
-        await supervise(roles, stop)
+        await supervisor.run(roles, stop)
 
 
 def _stop_on_signals() -> asyncio.Event:

@@ -9,6 +9,7 @@ import signal
 import time
 from typing import Annotated, Any
 
+import msgspec
 import typer
 from rich.markup import escape
 from rich.table import Table
@@ -17,9 +18,9 @@ from eventloom.bus.connection import connect, credentials_of
 from eventloom.bus.stream import DLQ_STREAM, describe_stream, jetstream_api
 from eventloom.errors import EventloomError
 from eventloom.ledger.files import ledger_path, ledger_sessions, read_incidents, read_tip
-from eventloom.runtime import read_runtime, resolve_nats_url
+from eventloom.runtime import RoleState, read_runtime, resolve_nats_url
 from eventloom.settings import Settings
-from gateway.cli.common import EXIT_FAILED, console, fail, print_json, run, settings_of
+from gateway.cli.common import EXIT_FAILED, console, fail, print_failing, print_json, run, settings_of
 from gateway.cli.mcp_cmds import parse_listen
 from gateway.node import Node
 from gateway.node_process import NodeProcess
@@ -130,7 +131,7 @@ def status(
     stream = report["stream"]
     node = report["node"]
     console.print(
-        f"node: {node or 'not running'}  nats: {report['nats_url']}\n"
+        f"node: {_node_line(node)}  nats: {report['nats_url']}\n"
         f"stream {stream['name']}: {stream['messages']} events, {stream['bytes']} bytes, "
         f"{stream['partitions']} partitions, last seq {stream['last_seq']}; "
         f"dead letters: {report['dead_letters']} (refused as unverified: {report['refused']})"
@@ -145,6 +146,7 @@ def status(
             str(consumer["refused"]),
         )
     console.print(table)
+    print_failing(msgspec.convert((node or {}).get("failing", {}), dict[str, RoleState]))
     console.print(f"ledger: {len(report['ledger'])} sessions in {settings.ledger_dir}")
     for incident in report["ledger_incidents"]:
         console.print(f"[red]ledger incident[/] {escape(incident)}", highlight=False)
@@ -171,6 +173,8 @@ async def _status(settings: Settings) -> dict[str, Any]:
             "embedded_nats": node.embedded,
             "roles": node.roles,
             "http_url": node.http_url,
+            "role_states": msgspec.to_builtins(node.role_states),
+            "failing": msgspec.to_builtins(node.failing()),
         }
         if node
         else None,
@@ -201,6 +205,14 @@ async def _status(settings: Settings) -> dict[str, Any]:
         "ledger": await asyncio.to_thread(_ledger_summary, settings),
         "ledger_incidents": await asyncio.to_thread(read_incidents, settings.ledger_dir),
     }
+
+
+def _node_line(node: dict[str, Any] | None) -> str:
+    if node is None:
+        return "not running"
+    failing = node["failing"]
+    roles = ", ".join(f"{r} [red](failing)[/]" if r in failing else r for r in node["roles"])
+    return f"pid {node['pid']}, roles: {roles}"
 
 
 def _ledger_summary(settings: Settings) -> list[dict[str, Any]]:

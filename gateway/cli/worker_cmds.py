@@ -8,13 +8,16 @@ import signal
 from collections.abc import Awaitable, Callable
 from typing import Annotated, TypeVar
 
+import msgspec
 import typer
 from rich.table import Table
 
 from eventloom.dlq import list_dead_letters, request_retry
 from eventloom.log import EventLog
+from eventloom.runtime import RoleState, RuntimeInfo, read_runtime
 from eventloom.settings import Settings
-from gateway.cli.common import EXIT_INVALID, console, fail, print_json, run, settings_of
+from gateway.cli.common import EXIT_INVALID, console, fail, print_failing, print_json, run, settings_of
+from gateway.node import role_of_consumer
 from gateway.workers import enabled_producers, enabled_projectors, producer_runner, projector_runner
 from projectors.partitions import parse_partitions
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available
@@ -51,27 +54,29 @@ def producer_run(ctx: typer.Context, names: list[str], partitions: PartitionsOpt
     run(_run_worker(settings, lambda log: producer_runner(log, names, _partitions(partitions, log))))
 
 
-@projector_app.command("list", help="Installed projectors (entry points) and whether the node runs them.")
+@projector_app.command("list", help="Installed projectors; * marks those the running node runs.")
 def projector_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
-    _list(settings_of(ctx), PROJECTORS_GROUP, enabled_projectors, as_json)
+    _list(settings_of(ctx), PROJECTORS_GROUP, enabled_projectors, _projectors_of, as_json)
 
 
-@producer_app.command("list", help="Installed producers (entry points) and whether the node runs them.")
+@producer_app.command("list", help="Installed producers; * marks those the running node runs.")
 def producer_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
-    _list(settings_of(ctx), PRODUCERS_GROUP, enabled_producers, as_json)
+    _list(settings_of(ctx), PRODUCERS_GROUP, enabled_producers, _producers_of, as_json)
 
 
 @projector_app.command("status", help="Lag, rate and dead letters of every projector and producer consumer.")
 def projector_status(ctx: typer.Context, as_json: JsonOption = False) -> None:
-    statuses = run(_statuses(settings_of(ctx)))
+    settings = settings_of(ctx)
+    statuses, failing = _with_role_states(run(_statuses(settings)), read_runtime(settings.runtime_file))
     if as_json:
         print_json(statuses)
         return
-    table = Table("consumer", "lag", "rate/s", "applied", "dead letters", "refused", "updated")
+    table = Table("consumer", "state", "lag", "rate/s", "applied", "dead letters", "refused", "updated")
     for s in statuses:
         rate = "-" if s.rate_per_s is None else f"{s.rate_per_s:.1f}"
         table.add_row(
             s.consumer,
+            "[red]failing[/]" if s.state == "failing" else s.state or "-",
             str(s.lag),
             rate,
             str(s.applied or "-"),
@@ -80,6 +85,23 @@ def projector_status(ctx: typer.Context, as_json: JsonOption = False) -> None:
             s.updated_at or "-",
         )
     console.print(table)
+    print_failing(failing)
+
+
+def _with_role_states(
+    statuses: list[ConsumerStatus], node: RuntimeInfo | None
+) -> tuple[list[ConsumerStatus], dict[str, RoleState]]:
+    """Each consumer with the state of the node role reading through it; and the node's failing roles."""
+    if node is None:
+        return statuses, {}
+    joined = []
+    for status in statuses:
+        role = role_of_consumer(status.consumer, node)
+        state = node.role_states.get(role) if role else None
+        if state is not None:
+            status = msgspec.structs.replace(status, state=state.state, last_error=state.last_error)  # noqa: PLW2901
+        joined.append(status)
+    return joined, node.failing()
 
 
 @dlq_app.command("list", help="Dead letters, optionally of one consumer.")
@@ -127,20 +149,40 @@ def _partitions(spec: str | None, log: EventLog) -> list[int] | None:
         fail(str(exc), EXIT_INVALID)
 
 
-def _list(settings: Settings, group: str, enabled: Callable[[Settings], list[str]], as_json: bool) -> None:
+def _list(
+    settings: Settings,
+    group: str,
+    enabled: Callable[[Settings], list[str]],
+    running_on: Callable[[RuntimeInfo], list[str]],
+    as_json: bool,
+) -> None:
+    """Installed plug-ins, starred when the node running on this data dir runs them (with no node: when
+    `eventloom up` in this environment would)."""
     installed = available(group)
+    node = read_runtime(settings.runtime_file)
     try:
-        running = set(enabled(settings))
+        running = set(running_on(node) if node is not None else enabled(settings))
     except ValueError as exc:
         fail(str(exc), EXIT_INVALID)
-    rows = [
-        {"name": n, "entry_point": e.value, "enabled": n in running} for n, e in sorted(installed.items())
-    ]
+    key = "running" if node is not None else "enabled"
+    rows = [{"name": n, "entry_point": e.value, key: n in running} for n, e in sorted(installed.items())]
     if as_json:
         print_json(rows)
         return
     for row in rows:
-        print(f"{'*' if row['enabled'] else ' '} {row['name']:<24} {row['entry_point']}")
+        print(f"{'*' if row[key] else ' '} {row['name']:<24} {row['entry_point']}")
+    if node is not None:
+        console.print(f"* = run by the node on {settings.data_dir} (pid {node.pid})")
+    else:
+        console.print(f"* = what `eventloom up` would run here (no node is running on {settings.data_dir})")
+
+
+def _projectors_of(node: RuntimeInfo) -> list[str]:
+    return [role.removeprefix("projector:") for role in node.roles if role.startswith("projector:")]
+
+
+def _producers_of(node: RuntimeInfo) -> list[str]:
+    return node.producers
 
 
 async def _with_log(settings: Settings, use: Callable[[EventLog], Awaitable[T]]) -> T:

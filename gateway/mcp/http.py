@@ -2,7 +2,8 @@
 
 The gate answers 401 before the MCP layer sees a request without a valid token, and 429 (with
 `Retry-After`) when a token calls faster than its rate; the server checks the token again per tool call,
-with its session patterns. `GET /healthz` is open so orchestrators can probe it.
+with its session patterns. `GET /healthz` is open so orchestrators can probe it: 200 when a query service
+answers and no role beside it is failing, else 503 with the reason (and each failing role's last error).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+import msgspec
 import uvicorn
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -29,10 +31,13 @@ from gateway.mcp.backend import open_backend
 from gateway.mcp.failures import REMEDIATION
 from gateway.mcp.server import BearerTokens, EventloomMCP
 from gateway.mcp.tokens import TokenBook, bearer_token
+from readmodels.query.client import MemoryClient
+from readmodels.query.protocol import MemoryUnavailableError
 
 log = logging.getLogger(__name__)
 MCP_PATH: Final = "/mcp"
 HEALTH_PATH: Final = "/healthz"
+HEALTH_TIMEOUT_S: Final = 5.0
 # A 1 MiB payload grows when JSON-escaped inside a JSON-RPC request; the tool itself enforces the 1 MiB.
 MAX_BODY_BYTES: Final = 3 * MAX_PAYLOAD_BYTES
 
@@ -154,7 +159,14 @@ def _refuse(status: int, code: str, message: str, headers: dict[str, str]) -> Re
 def http_app(server: EventloomMCP, book: TokenBook, limiter: RateLimiter, host: str) -> ASGIApp:
     async def healthz(request: Request) -> Response:
         tokens = await asyncio.to_thread(book.count)
-        return JSONResponse({"ok": True, "tools": len(server.tool_names), "tokens": tokens})
+        body: dict[str, Any] = {"tools": len(server.tool_names), "tokens": tokens}
+        try:
+            health = await MemoryClient(server.backend.log.client, timeout_s=HEALTH_TIMEOUT_S).health()
+        except MemoryUnavailableError as exc:
+            return JSONResponse({"ok": False, "reason": str(exc), **body}, status_code=503)
+        failing = msgspec.to_builtins(health.failing)
+        status = 200 if health.ok else 503
+        return JSONResponse({"ok": health.ok, "failing": failing, **body}, status_code=status)
 
     server.custom_route(HEALTH_PATH, methods=["GET"])(healthz)
     app = server.streamable_http_app(

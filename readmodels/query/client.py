@@ -12,7 +12,7 @@ from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
 from readmodels.graph.causal import CausalChain, CausalRequest
 from readmodels.inferred.model import InferredStatus
 from readmodels.query.protocol import MemoryUnavailableError
-from readmodels.query.service import SUBJECT_PREFIX, InferredRequest, Reply
+from readmodels.query.service import SUBJECT_PREFIX, InferredRequest, Reply, ServiceHealth
 from readmodels.retrieval.model import Query, QueryError, QueryResult
 
 T = TypeVar("T")
@@ -40,10 +40,10 @@ class MemoryClient:
     async def causal(self, request: CausalRequest) -> CausalChain:
         return await self._ask("causal", request, CausalChain)
 
-    async def healthy(self) -> bool:
-        """Whether a query service answers (raises MemoryUnavailableError when none does)."""
-        answer = await self._ask("health", {}, dict[str, bool])
-        return answer.get("ok", False)
+    async def health(self) -> ServiceHealth:
+        """How a query service and the roles beside it fare (raises MemoryUnavailableError when none
+        answers)."""
+        return await self._ask("health", {}, ServiceHealth)
 
     async def _ask(self, name: str, request: Any, answer: type[T]) -> T:
         try:

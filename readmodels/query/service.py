@@ -1,7 +1,8 @@
 """Memory queries over NATS request/reply, in the queue group `memory`, so gateways stay stateless.
 
 Subjects (`eventloom.q.memory.*`): `query` (a `Query`), `checkout` (a `CheckoutRequest`), `inferred`
-(`{"session": ...}`), `causal` (a `CausalRequest`) and `health` (`{}`, answered `{"ok": true}`). Replies
+(`{"session": ...}`), `causal` (a `CausalRequest`) and `health` (`{}`, answered with a `ServiceHealth`:
+`ok` is false while a role of the service's process is failing, and `failing` names each). Replies
 are `{"result": ...}` or `{"error": {"code", "message"}}`; codes are `invalid_input` (the message names the
 field), `unavailable` and `internal`. Plain JSON on the wire.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Literal
 
 import msgspec
@@ -19,6 +20,7 @@ import nats.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
+from eventloom.runtime import RoleState
 from readmodels.checkout.model import CheckoutRequest
 from readmodels.graph.causal import CausalRequest
 from readmodels.query.protocol import MemoryService, MemoryUnavailableError
@@ -40,11 +42,21 @@ class Reply(msgspec.Struct, frozen=True, omit_defaults=True):
     error: ErrorBody | None = None
 
 
+class ServiceHealth(msgspec.Struct, frozen=True, kw_only=True):
+    ok: bool
+    failing: dict[str, RoleState] = msgspec.field(default_factory=dict)
+
+
+FailingRoles = Callable[[], Mapping[str, RoleState]]
+
+
 class InferredRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     session: str | None = None
 
 
-def _handlers(memory: MemoryService) -> dict[str, Callable[[bytes], Awaitable[Any]]]:
+def _handlers(
+    memory: MemoryService, failing: FailingRoles | None
+) -> dict[str, Callable[[bytes], Awaitable[Any]]]:
     async def query(data: bytes) -> Any:
         return await memory.query(msgspec.json.decode(data, type=Query))
 
@@ -58,7 +70,8 @@ def _handlers(memory: MemoryService) -> dict[str, Callable[[bytes], Awaitable[An
         return await memory.causal(msgspec.json.decode(data, type=CausalRequest))
 
     async def health(data: bytes) -> Any:
-        return {"ok": True}
+        troubles = dict(failing()) if failing is not None else {}
+        return ServiceHealth(ok=not troubles, failing=troubles)
 
     return {"query": query, "checkout": checkout, "inferred": inferred, "causal": causal, "health": health}
 
@@ -76,11 +89,17 @@ async def answer(handler: Callable[[bytes], Awaitable[Any]], data: bytes) -> Rep
 
 
 async def serve_memory(
-    client: Client, memory: MemoryService, stop: asyncio.Event, ready: asyncio.Event | None = None
+    client: Client,
+    memory: MemoryService,
+    stop: asyncio.Event,
+    ready: asyncio.Event | None = None,
+    *,
+    failing: FailingRoles | None = None,
 ) -> None:
-    """Answer memory queries until `stop` is set; `ready` is set once the server knows the subscriptions."""
+    """Answer memory queries until `stop` is set; `ready` is set once the server knows the subscriptions.
+    `failing` names the roles of this process that fail (the health answer reports them)."""
     subscriptions = []
-    for name, handler in _handlers(memory).items():
+    for name, handler in _handlers(memory, failing).items():
 
         async def respond(message: Msg, handler: Callable[[bytes], Awaitable[Any]] = handler) -> None:
             reply = await answer(handler, message.data)
