@@ -130,17 +130,20 @@ class Settings:
         return env
 
     def enabled(self, kind: str, installed: list[str]) -> list[str]:
-        """The installed projectors or producers (`kind`) this node runs, per the setting."""
+        """The installed projectors or producers (`kind`) this node runs, per the setting: `all`, `none`, a
+        comma list of names, or `all,-name,...` (every installed one but those)."""
         choice = self.projectors if kind == "projectors" else self.producers
-        if choice.strip() == "all":
-            return sorted(installed)
-        if choice.strip() in ("", "none"):
+        names = [name.strip() for name in choice.split(",") if name.strip()]
+        if names in ([], ["none"]):
             return []
-        wanted = [name.strip() for name in choice.split(",") if name.strip()]
-        missing = sorted(set(wanted) - set(installed))
-        if missing:
-            raise ValueError(f"{kind}: not installed: {', '.join(missing)}")
-        return wanted
+        if names[0] == "all":
+            left_out = [name.removeprefix("-") for name in names[1:]]
+            if any(not name.startswith("-") for name in names[1:]):
+                raise ValueError(f"{kind}: after 'all', only exclusions like -name may follow: {choice!r}")
+            _check_installed(kind, left_out, installed)
+            return sorted(set(installed) - set(left_out))
+        _check_installed(kind, names, installed)
+        return names
 
     @property
     def ledger_dir(self) -> Path:
@@ -157,3 +160,9 @@ class Settings:
     @property
     def runtime_file(self) -> Path:
         return self.data_dir / "runtime.json"
+
+
+def _check_installed(kind: str, names: list[str], installed: list[str]) -> None:
+    missing = sorted(set(names) - set(installed))
+    if missing:
+        raise ValueError(f"{kind}: not installed: {', '.join(missing)}")

@@ -23,7 +23,7 @@ from readmodels.retrieval.fusion import Contribution
 from readmodels.retrieval.model import Citation, Explanation, Hit, InferredLink, Query, QueryResult
 from readmodels.retrieval.retriever import Retriever
 from tests.retrieval_support import StoryModels, memory_story, story_models
-from tests.test_graph_support import ts
+from tests.test_graph_support import SessionLog, fact, ts
 from tests.test_ledger import caught_up, running_mirror
 
 pytestmark = pytest.mark.anyio
@@ -104,7 +104,8 @@ def test_the_budget_is_never_exceeded_and_every_reference_resolves(
     for number, citation in enumerate(checkout.evidence, 1):
         assert f"[{number}] {citation.uri}" in checkout.prompt
     placed = len(checkout.facts) + len(checkout.snippets)
-    assert placed + checkout.diagnostics.left_out_for_budget == len(hits)
+    eligible = [h for h in hits if h.kind != "entity" or h.summary.strip()]  # a bare name is not a fact
+    assert placed + checkout.diagnostics.left_out_for_budget == len(eligible)
 
 
 def test_an_entity_reached_only_by_inference_is_context_not_fact() -> None:
@@ -193,6 +194,61 @@ async def test_superseded_and_invalidated_facts_are_left_out_and_counted(story: 
     assert checkout.superseded_excluded >= 2  # postgres's first version, legacy-ldap
     assert checkout.diagnostics.superseded_excluded == checkout.superseded_excluded
     assert set(checkout.diagnostics.lanes_used) == {"exact", "keyword", "vector", "traversal", "verbatim"}
+
+
+def _flag_story() -> SessionLog:
+    log = SessionLog("s")
+    log.add("memory.fact.asserted", fact(("flag-x", "feature_flag", "Feature flag X enabled for the beta")))
+    log.add("transcript.turn", {"role": "user", "speaker": "Ann", "text": "the beta starts on Monday"})
+    log.add(
+        "memory.invalidated",
+        {
+            "entity": {"name": "flag-x", "entity_type": "feature_flag"},
+            "invalid_at": ts(3),
+            "reason": "flag removed after the beta",
+        },
+    )
+    return log
+
+
+async def test_the_event_that_asserted_an_invalidated_fact_is_not_quoted_and_the_invalidation_is(
+    tmp_path: Path,
+) -> None:
+    """Issue 17, defect 3: snippets obey the same time rules as facts."""
+    async with (
+        LadybugGraphStore(tmp_path / "graph.lbug") as graph,
+        story_models(graph, tmp_path, _flag_story().events) as story,
+    ):
+        retriever = Retriever(story.models)
+        result = await retriever.query(Query(text="feature flag X beta"))
+        assert all(c.seq != 1 for h in result.hits for c in h.citations), [h.key for h in result.hits]
+        assert result.excluded_not_current >= 2  # the entity and the event that asserted it
+        [gone] = result.invalidated
+        assert (gone.entity, gone.type, gone.invalid_at) == ("flag-x", "feature_flag", ts(3))
+        assert "flag removed after the beta" in gone.statement and gone.citation.seq == 3
+
+        checkout = await assemble_context(retriever, CheckoutRequest(text="feature flag X beta"))
+        assert [(g.entity, g.invalid_at) for g in checkout.no_longer_true] == [("flag-x", ts(3))]
+        assert all(checkout.evidence[n - 1].seq != 1 for s in checkout.snippets for n in s.evidence)
+        assert "flag-x" not in {f.entity for f in checkout.facts}
+        assert "## No longer true" in checkout.prompt and "stopped holding at" in checkout.prompt
+        assert any("never state it as current" in line for line in checkout.guidance)
+
+        before = await assemble_context(retriever, CheckoutRequest(text="feature flag X beta", as_of=ts(2)))
+        assert [f.entity for f in before.facts] == ["flag-x"] and not before.no_longer_true
+
+
+def test_a_small_budget_keeps_the_best_ranked_items_and_bare_names_are_not_facts() -> None:
+    """Issue 17, defect 4: the budget keeps the most relevant first; empty facts are not facts."""
+    passage = hit("event:s/9", "the outage began when the token cache expired " * 3, kind="event", seqs=(9,))
+    bare = [hit(f"person-{i}", "", seqs=(20 + i,)) for i in range(5)]
+    weak = [hit(f"service-{i}", f"service {i} " + "details " * 30, seqs=(40 + i,)) for i in range(6)]
+    request = CheckoutRequest(text="outage", token_budget=400)
+    checkout = checkout_from(result_of(passage, *bare, *weak), request)
+    assert [s.text.split()[:3] for s in checkout.snippets] == [["the", "outage", "began"]]
+    assert checkout.diagnostics.left_out_for_budget > 0  # the budget was tight: the weak facts paid
+    assert not any(f.entity.startswith("person-") for f in checkout.facts)
+    assert "person-" not in checkout.prompt
 
 
 async def test_as_of_checkout_shows_the_fact_as_it_was(story: StoryModels) -> None:

@@ -6,6 +6,8 @@ import json
 import os
 import signal
 import stat
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +21,7 @@ from gateway.cli.demo import _show as show_demo
 from gateway.node_process import NodeProcess
 from gateway.story import Told
 from readmodels.graph import ladybug_schema, neo4j_schema
-from tests.conftest import run_cli
+from tests.conftest import cli_env, run_cli
 
 
 @pytest.fixture
@@ -196,7 +198,7 @@ def test_help_lists_every_command() -> None:
 def test_projector_producer_and_dlq_commands(node: Settings) -> None:
     listed = json.loads(run_cli(node, "producer", "list", "--json").stdout)
     assert {"decision_citation", "retraction", "causal"} <= {row["name"] for row in listed}
-    assert all(row["enabled"] for row in listed)
+    assert all(row["enabled"] and row["running"] for row in listed)
     decision = appended(
         run_cli(
             node,
@@ -352,3 +354,32 @@ def test_the_demo_prints_the_checkout_citations_verbatim(capsys: pytest.CaptureF
     printed = capsys.readouterr().err
     for kept in ("[1]", "[n]", "[bold]x[/bold]", "TTL [5] minutes"):
         assert kept in printed, kept
+
+
+def test_projector_list_stars_what_the_running_node_runs_not_this_shell(node: Settings) -> None:
+    """Issue 17, defect 8: a shell whose EVENTLOOM_PROJECTORS differs from the node's still sees the node."""
+    shell = {**cli_env(node), "EVENTLOOM_PROJECTORS": "graph"}
+    listed = subprocess.run(
+        [sys.executable, "-m", "gateway", "projector", "list", "--json"],
+        env=shell, capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    rows = {row["name"]: row for row in json.loads(listed.stdout)}
+    assert rows["keyword"]["running"] is True and rows["keyword"]["enabled"] is False
+    assert rows["graph"]["running"] is True and rows["graph"]["enabled"] is True
+    text = subprocess.run(
+        [sys.executable, "-m", "gateway", "projector", "list"],
+        env=shell, capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    assert "* keyword" in text.stdout and "run by the node" in text.stderr
+
+
+def test_all_but_some_plugins_is_one_setting() -> None:
+    """`EVENTLOOM_PROJECTORS=all,-name`: the documented way to take one plug-in out of the node."""
+    installed = ["graph", "inferred", "keyword", "my-counts", "vector"]
+    settings = Settings(projectors="all,-my-counts", producers="none")
+    assert settings.enabled("projectors", installed) == ["graph", "inferred", "keyword", "vector"]
+    assert Settings(projectors=" all ").enabled("projectors", installed) == installed
+    with pytest.raises(ValueError, match="not installed: nosuch"):
+        Settings(projectors="all,-nosuch").enabled("projectors", installed)
+    with pytest.raises(ValueError, match="only exclusions"):
+        Settings(projectors="all,graph").enabled("projectors", installed)

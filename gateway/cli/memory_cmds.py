@@ -82,7 +82,12 @@ def memory_query(
         for cited in hit.citations:
             where = f"  {cited.path}:{cited.line_start}-{cited.line_end}" if cited.path else ""
             print(f"      cites {cited.uri}{where}")
-    console.print(f"{len(result.hits)} hit(s) in {result.ms:.1f} ms", highlight=False)
+    for gone in result.invalidated:
+        print(f"no longer true: {gone.entity} ({gone.type}) since {gone.invalid_at}: {gone.statement}")
+        print(f"      cites {gone.citation.uri}")
+    excluded = result.excluded_not_current
+    left_out = f"; {excluded} item(s) no longer holding left out" if excluded else ""
+    console.print(f"{len(result.hits)} hit(s) in {result.ms:.1f} ms{left_out}", highlight=False)
 
 
 @memory_app.command(

@@ -161,16 +161,25 @@ def _list(
     installed = available(group)
     node = read_runtime(settings.runtime_file)
     try:
-        running = set(running_on(node) if node is not None else enabled(settings))
+        enabled_here = set(enabled(settings))
     except ValueError as exc:
         fail(str(exc), EXIT_INVALID)
-    key = "running" if node is not None else "enabled"
-    rows = [{"name": n, "entry_point": e.value, key: n in running} for n, e in sorted(installed.items())]
+    running = set(running_on(node)) if node is not None else None
+    rows = [
+        {
+            "name": name,
+            "entry_point": entry.value,
+            "enabled": name in enabled_here,  # what `eventloom up` in this environment would run
+            "running": None if running is None else name in running,  # what the running node runs
+        }
+        for name, entry in sorted(installed.items())
+    ]
     if as_json:
         print_json(rows)
         return
+    starred = "running" if node is not None else "enabled"
     for row in rows:
-        print(f"{'*' if row[key] else ' '} {row['name']:<24} {row['entry_point']}")
+        print(f"{'*' if row[starred] else ' '} {row['name']:<24} {row['entry_point']}")
     if node is not None:
         console.print(f"* = run by the node on {settings.data_dir} (pid {node.pid})")
     else:

@@ -29,10 +29,11 @@ from readmodels.checkout.model import (
     Fact,
     InferredContext,
     MemoryCheckout,
+    NoLongerTrue,
     Snippet,
 )
 from readmodels.checkout.prompt import PromptBuilder, Section
-from readmodels.retrieval.model import Citation, Hit, InferredLink, Query, QueryResult
+from readmodels.retrieval.model import Citation, Hit, InferredLink, Invalidation, Query, QueryResult
 from readmodels.retrieval.protocol import Memory
 
 STALE_AFTER_DAYS: Final = 30
@@ -74,25 +75,30 @@ class _Placed:
     """What made it into the prompt, by section, and the hits behind the facts and snippets."""
 
     facts: list[Fact] = field(default_factory=list)
+    no_longer_true: list[NoLongerTrue] = field(default_factory=list)
     snippets: list[Snippet] = field(default_factory=list)
     inferred: list[InferredContext] = field(default_factory=list)
     hits: list[Hit] = field(default_factory=list)
 
+    def sections(self) -> set[str]:
+        """The sections with something in them that the guidance speaks of."""
+        return {name for name, items in (("inferred", self.inferred), ("gone", self.no_longer_true)) if items}
+
 
 def checkout_from(result: QueryResult, request: CheckoutRequest) -> MemoryCheckout:
     worst = Answerability(answer_from_memory=False, refresh_recommended=True, ask_user=False, reasons=[])
-    longest_guidance = _guidance_lines(_guidance(request, worst, True, 10**9, 10**9))
+    longest_guidance = _guidance_lines(_guidance(request, worst, {"inferred", "gone"}, 10**9, 10**9))
     builder = PromptBuilder(
         budget=request.token_budget,
         header=_header(request),
         reserve=estimate_tokens("\n".join(longest_guidance)) + 1,
     )
-    placed = _place(builder, result.hits, request)
+    placed = _place(builder, result, request)
     superseded = result.excluded_not_current + sum(
         h.superseded_versions for h in placed.hits if h.kind == "entity"
     )
     answerability = _answerability(result, request, placed.hits, placed.inferred)
-    guidance = _guidance(request, answerability, bool(placed.inferred), superseded, builder.left_out)
+    guidance = _guidance(request, answerability, placed.sections(), superseded, builder.left_out)
     builder.header += _guidance_lines(guidance)  # fits: its longest form was reserved
     builder.reserve = 0
     return MemoryCheckout(
@@ -101,6 +107,7 @@ def checkout_from(result: QueryResult, request: CheckoutRequest) -> MemoryChecko
         snippets=placed.snippets,
         inferred=placed.inferred,
         evidence=builder.evidence,
+        no_longer_true=placed.no_longer_true,
         superseded_excluded=superseded,
         answerability=answerability,
         guidance=guidance,
@@ -123,33 +130,86 @@ def checkout_from(result: QueryResult, request: CheckoutRequest) -> MemoryChecko
     )
 
 
-def _place(builder: PromptBuilder, hits: list[Hit], request: CheckoutRequest) -> _Placed:
-    """Facts first (the authoritative part), then snippets, then inferred context, each best first."""
-    placed = _Placed()
-    facts = builder.section(f"## Facts (authoritative, as of {request.as_of or 'now'})")
-    snippets = builder.section("## Verbatim snippets")
-    inferred = builder.section("## Inferred and causal context (NOT authoritative)")
-    for hit in hits:
-        if hit.kind == "entity" and not _only_inferred(hit):
-            line = f"- {hit.entity} ({hit.type}): {_flat(hit.summary)} ({_window(hit)}) "
-            numbers = builder.try_add(facts, line.__add__, hit.citations)
-            if numbers is not None:
-                placed.facts.append(_fact(hit, numbers))
-                placed.hits.append(hit)
-    cited_by_facts = {cited.uri for cited in builder.evidence}
-    for hit in hits:
-        if hit.kind == "entity" or (hit.kind == "event" and _already_cited(hit, cited_by_facts)):
-            continue  # an event that asserted a fact shown adds only its one-line summary
-        text = _flat(hit.summary)
-        numbers = builder.try_add(snippets, _snippet_line(hit, text), hit.citations)
+def _place(builder: PromptBuilder, result: QueryResult, request: CheckoutRequest) -> _Placed:
+    """Items go in best-ranked first, each into its section, while the budget lasts: a small budget keeps
+    the most relevant items, whatever their section. What no longer holds goes first: it keeps an answer
+    from stating it. Inferred context comes last (it is never authoritative)."""
+    placer = _Placer(builder, request)
+    for invalidation in result.invalidated:
+        placer.no_longer_true(invalidation)
+    fact_of_event = {cited.uri: hit for hit in result.hits if _is_fact(hit) for cited in hit.citations}
+    for hit in result.hits:
+        if hit.kind == "entity":
+            if _is_fact(hit):
+                placer.fact(hit)
+            continue  # reached only through an inferred edge, or nothing asserted about it: not a fact
+        covering = [fact_of_event[c.uri] for c in hit.citations if c.uri in fact_of_event]
+        if hit.kind == "event" and covering and len(covering) == len(hit.citations):
+            for fact in covering:  # the event asserted facts: they say it, current, in fewer words
+                placer.fact(fact)
+        else:
+            placer.snippet(hit)
+    for hit in result.hits:
+        if hit.inferred is not None:
+            placer.inferred(hit, hit.inferred)
+    return placer.placed
+
+
+class _Placer:
+    """Adds items to the sections of a checkout's prompt, each once, and keeps what made it in."""
+
+    def __init__(self, builder: PromptBuilder, request: CheckoutRequest) -> None:
+        self.builder = builder
+        self.placed = _Placed()
+        self._facts = builder.section(f"## Facts (authoritative, as of {request.as_of or 'now'})")
+        self._gone = builder.section("## No longer true (invalidated: do not state these as current)")
+        self._snippets = builder.section("## Verbatim snippets")
+        self._inferred = builder.section("## Inferred and causal context (NOT authoritative)")
+        self._seen: set[str] = set()
+
+    def fact(self, hit: Hit) -> None:
+        if hit.key in self._seen:
+            return
+        self._seen.add(hit.key)
+        line = f"- {hit.entity} ({hit.type}): {_flat(hit.summary)} ({_window(hit)}) "
+        numbers = self.builder.try_add(self._facts, line.__add__, hit.citations)
         if numbers is not None:
-            placed.snippets.append(_snippet(hit, text, numbers))
-            placed.hits.append(hit)
-    for hit in hits:
-        item = None if hit.inferred is None else _inferred_item(builder, inferred, hit, hit.inferred)
+            self.placed.facts.append(_fact(hit, numbers))
+            self.placed.hits.append(hit)
+
+    def snippet(self, hit: Hit) -> None:
+        text = _flat(hit.summary)
+        numbers = self.builder.try_add(self._snippets, _snippet_line(hit, text), hit.citations)
+        if numbers is not None:
+            self.placed.snippets.append(_snippet(hit, text, numbers))
+            self.placed.hits.append(hit)
+
+    def no_longer_true(self, invalidation: Invalidation) -> None:
+        text, gone = _flat(invalidation.statement), invalidation
+        line = f"- {gone.entity} ({gone.type}) stopped holding at {gone.invalid_at}: {text} "
+        numbers = self.builder.try_add(self._gone, line.__add__, [invalidation.citation])
+        if numbers is not None:
+            self.placed.no_longer_true.append(_no_longer_true(invalidation, text, numbers))
+
+    def inferred(self, hit: Hit, link: InferredLink) -> None:
+        item = _inferred_item(self.builder, self._inferred, hit, link)
         if item is not None:
-            placed.inferred.append(item)
-    return placed
+            self.placed.inferred.append(item)
+
+
+def _is_fact(hit: Hit) -> bool:
+    """An entity found on its own with something asserted about it (a bare name is not a fact)."""
+    return hit.kind == "entity" and not _only_inferred(hit) and bool(hit.summary.strip())
+
+
+def _no_longer_true(invalidation: Invalidation, text: str, numbers: list[int]) -> NoLongerTrue:
+    return NoLongerTrue(
+        entity=invalidation.entity,
+        type=invalidation.type,
+        invalid_at=invalidation.invalid_at,
+        statement=text,
+        evidence=numbers,
+    )
 
 
 def _snippet_line(hit: Hit, text: str) -> Callable[[str], str]:
@@ -287,14 +347,16 @@ def _guidance_lines(guidance: list[str]) -> list[str]:
 
 
 def _guidance(
-    request: CheckoutRequest, answerability: Answerability, inferred: bool, superseded: int, left_out: int
+    request: CheckoutRequest, answerability: Answerability, shown: set[str], superseded: int, left_out: int
 ) -> list[str]:
     lines = [
         "Answer from the facts and snippets below and cite them as [n]; each [n] is an event of the log."
     ]
     when = f"as of {request.as_of}" if request.as_of else "now"
     lines.append(f"Facts hold {when}; {superseded} superseded or invalidated item(s) were left out.")
-    if inferred:
+    if "gone" in shown:
+        lines.append("What is under 'No longer true' stopped holding: never state it as current.")
+    if "inferred" in shown:
         lines.append(
             "Inferred and causal context is NOT authoritative: present it as a possibility, with its trust."
         )

@@ -60,6 +60,16 @@ class Snippet(msgspec.Struct, frozen=True, kw_only=True):
     evidence: list[int]
 
 
+class NoLongerTrue(msgspec.Struct, frozen=True, kw_only=True):
+    """An entity the question reached that was invalidated: say it stopped holding, never state it."""
+
+    entity: str
+    type: str
+    invalid_at: str
+    statement: str
+    evidence: list[int]
+
+
 class InferredContext(msgspec.Struct, frozen=True, kw_only=True):
     """An inferred or causal link: context to weigh, never a fact to state."""
 
@@ -101,6 +111,7 @@ class MemoryCheckout(msgspec.Struct, frozen=True, kw_only=True):
     snippets: list[Snippet]
     inferred: list[InferredContext]
     evidence: list[Citation]
+    no_longer_true: list[NoLongerTrue] = msgspec.field(default_factory=list)
     superseded_excluded: int
     """Versions and entities left out because they no longer held at the asked time."""
     answerability: Answerability

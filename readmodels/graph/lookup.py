@@ -89,3 +89,50 @@ def cited_spans(uids: Sequence[str]) -> Reading[dict[str, list[Span]]]:
         span = Span(path=row["path"], line_start=row["line_start"], line_end=row["line_end"])
         spans.setdefault(row["uid"], []).append(span)
     return spans
+
+
+ASSERTING_ACTIONS = ("created", "superseded", "updated", "unchanged", "reopened")
+"""How an event touched a version when it asserted it (not merely named it, invalidated or retracted it)."""
+
+
+def asserted_by(event_uids: Sequence[str]) -> Reading[dict[str, list[str]]]:
+    """The entity keys each event (`identity.event_uid`) asserted."""
+    if not event_uids:
+        return {}
+    rows = yield (
+        "MATCH (ev:Event)-[p:PROJECTED_ENTITY]->(e:Entity) WHERE ev.uid IN $uids AND p.action IN $actions "
+        "RETURN DISTINCT ev.uid AS uid, e.key AS key ORDER BY uid, key",
+        {"uids": sorted(set(event_uids)), "actions": list(ASSERTING_ACTIONS)},
+    )
+    asserted: dict[str, list[str]] = {}
+    for row in rows:
+        asserted.setdefault(row["uid"], []).append(row["key"])
+    return asserted
+
+
+class InvalidationRow(msgspec.Struct, frozen=True, kw_only=True):
+    """An event that closed an entity's version without a successor (`memory.invalidated`, a deleted file)."""
+
+    key: str
+    name: str
+    entity_type: str
+    session: str
+    invalid_at: str
+    seq: int
+    hash: str
+    citation: str
+    summary: str | None
+
+
+def invalidations_of(keys: Sequence[str]) -> Reading[list[InvalidationRow]]:
+    """Every invalidation of the entities with these keys, oldest first."""
+    if not keys:
+        return []
+    rows = yield (
+        "MATCH (ev:Event)-[p:PROJECTED_ENTITY]->(e:Entity) WHERE e.key IN $keys AND p.action = 'invalidated' "
+        "RETURN e.key AS key, e.name AS name, e.entity_type AS entity_type, e.session AS session, "
+        "e.valid_to AS invalid_at, ev.seq AS seq, ev.hash AS hash, ev.citation AS citation, "
+        "ev.summary AS summary ORDER BY invalid_at, key",
+        {"keys": sorted(set(keys))},
+    )
+    return [msgspec.convert(row, InvalidationRow) for row in rows]

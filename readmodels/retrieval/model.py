@@ -120,6 +120,18 @@ class Hit(msgspec.Struct, frozen=True, kw_only=True):
     """Set when the hit was reached only through an inferred or causal edge."""
 
 
+class Invalidation(msgspec.Struct, frozen=True, kw_only=True):
+    """An entity the question reached that stopped holding (and was not asserted again) by the asked time."""
+
+    entity: str
+    type: str
+    session: str
+    invalid_at: str
+    statement: str
+    """What the invalidating event says (its one-line summary, with the reason it gave)."""
+    citation: Citation
+
+
 class LaneReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     lane: str
     candidates: int
@@ -133,5 +145,8 @@ class QueryResult(msgspec.Struct, frozen=True, kw_only=True):
     lanes: list[LaneReport]
     warnings: list[str]
     excluded_not_current: int
-    """Candidates left out because no version of them held at the asked time (superseded or invalidated)."""
+    """Candidates left out because no version of them held at the asked time (superseded or invalidated),
+    and events whose every asserted entity no longer held then."""
     ms: float
+    invalidated: list[Invalidation] = msgspec.field(default_factory=list)
+    """The invalidations that closed entities the question reached, newest first (cited)."""

@@ -30,6 +30,7 @@ from readmodels.retrieval.calibrated import collect, features, fuse_calibrated
 from readmodels.retrieval.calibration import calibration_for
 from readmodels.retrieval.fusion import LANES, FusedHit, LaneHit, Profile, fuse, profile
 from readmodels.retrieval.hits import HitBuilder
+from readmodels.retrieval.invalidated import NoLongerHolding, no_longer_holding
 from readmodels.retrieval.lanes import (
     ENTITY_PREFIX,
     VECTOR_MIN_SCORE,
@@ -39,7 +40,14 @@ from readmodels.retrieval.lanes import (
     ExactLane,
     LaneOutcome,
 )
-from readmodels.retrieval.model import InferredLink, LaneReport, Query, QueryError, QueryResult
+from readmodels.retrieval.model import (
+    InferredLink,
+    Invalidation,
+    LaneReport,
+    Query,
+    QueryError,
+    QueryResult,
+)
 from readmodels.retrieval.protocol import (
     DocumentScores,
     DocumentSearch,
@@ -74,6 +82,7 @@ class Gathered:
     lanes: dict[str, list[Candidate]]
     resolved: dict[str, Resolved]
     excluded: set[str]
+    invalidations: list[Invalidation]
     links: dict[str, InferredLink]
     reports: list[LaneReport]
     warnings: list[str]
@@ -119,6 +128,8 @@ class Retriever:
         )
         warnings: list[str] = []
         resolved, excluded = await self._resolve(models, outcomes, as_of, warnings)
+        gone = await self._no_longer_holding(models, outcomes, excluded, as_of, warnings)
+        excluded |= gone.candidates
         lanes: dict[str, list[Candidate]] = {
             lane: [c for c in o.candidates if c.key not in excluded] for lane, o in outcomes.items()
         }
@@ -142,6 +153,7 @@ class Retriever:
             lanes=lanes,
             resolved=resolved,
             excluded=excluded,
+            invalidations=gone.invalidations,
             links=links,
             reports=reports,
             warnings=warnings,
@@ -163,6 +175,7 @@ class Retriever:
             lanes=gathered.reports,
             warnings=warnings,
             excluded_not_current=len(gathered.excluded),
+            invalidated=gathered.invalidations,
             ms=round((time.perf_counter() - started) * 1000, 3),
         )
 
@@ -256,6 +269,26 @@ class Retriever:
         except Exception as exc:
             warnings.append(f"entity windows not checked ({type(exc).__name__}: {exc})")
             return {}, set()
+
+    async def _no_longer_holding(
+        self,
+        models: ReadModels,
+        outcomes: Mapping[str, LaneOutcome],
+        excluded: set[str],
+        as_of: str | None,
+        warnings: list[str],
+    ) -> NoLongerHolding:
+        nothing = NoLongerHolding(candidates=set(), invalidations=[])
+        if models.graph is None:
+            return nothing
+        candidates = [c for outcome in outcomes.values() for c in outcome.candidates]
+        try:
+            return await asyncio.wait_for(
+                no_longer_holding(models.graph, candidates, excluded, as_of), self.lane_timeout_s
+            )
+        except Exception as exc:
+            warnings.append(f"events of invalidated facts not checked ({type(exc).__name__}: {exc})")
+            return nothing
 
     async def _traverse(
         self, models: ReadModels, seeds: list[str], query: Query, as_of: str | None
