@@ -251,6 +251,48 @@ def test_a_small_budget_keeps_the_best_ranked_items_and_bare_names_are_not_facts
     assert "person-" not in checkout.prompt
 
 
+def _work_story() -> SessionLog:
+    log = SessionLog("w")
+    log.add("task.proposed", {"task_id": "T1", "title": "Write the sessions migration"})
+    log.add("task.proposed", {"task_id": "T2", "title": "Backfill old sessions", "depends_on": ["T1"]})
+    log.add("task.claimed", {"task_id": "T2", "assignee": "bob"})
+    log.add("task.proposed", {"task_id": "T3", "title": "Rotate the signing keys"})
+    log.add("task.completed", {"task_id": "T3", "summary": "rotated"})
+    log.add("transcript.turn", {"role": "user", "speaker": "Ann", "text": "the demo is on Friday"})
+    return log
+
+
+async def test_what_is_left_to_do_answers_with_the_open_tasks_their_owner_and_blockers(
+    tmp_path: Path,
+) -> None:
+    """Issue 17, defect 4: work state is first-class in query and checkout."""
+    async with (
+        LadybugGraphStore(tmp_path / "graph.lbug") as graph,
+        story_models(graph, tmp_path, _work_story().events) as story,
+    ):
+        retriever = Retriever(story.models)
+        result = await retriever.query(Query(text="What is left to do?", session="w"))
+        work = {task.task: task for task in result.work}
+        assert set(work) == {"T1", "T2"}  # T3 is done
+        assert (work["T1"].status, work["T1"].blocked_by) == ("open", [])
+        assert (work["T2"].status, work["T2"].assignee, work["T2"].blocked_by) == ("claimed", "bob", ["T1"])
+        assert work["T2"].title == "Backfill old sessions" and work["T2"].citation.seq == 3
+
+        checkout = await assemble_context(retriever, CheckoutRequest(text="What is left to do?", session="w"))
+        assert {item.task for item in checkout.work} == {"T1", "T2"}
+        assert "## Work state" in checkout.prompt
+        assert "[claimed by bob; blocked by T1]" in checkout.prompt and "[open]" in checkout.prompt
+        assert checkout.answerability.answer_from_memory and not checkout.answerability.ask_user
+
+        about_t3 = await retriever.query(Query(text="Rotate the signing keys", session="w"))
+        assert (about_t3.work[0].task, about_t3.work[0].status) == ("T3", "done")  # the best hit's state
+        unrelated = await retriever.query(Query(text="when is the demo", session="w"))
+        hit_tasks = {hit.entity for hit in unrelated.hits if hit.type == "task"}
+        assert {t.task for t in unrelated.work} == hit_tasks  # no work cue: only the tasks it reached
+        before_claim = await retriever.query(Query(text="open tasks", session="w", as_of=ts(2)))
+        assert {(t.task, t.status) for t in before_claim.work} == {("T1", "open"), ("T2", "open")}
+
+
 async def test_as_of_checkout_shows_the_fact_as_it_was(story: StoryModels) -> None:
     checkout = await assemble_context(
         Retriever(story.models), CheckoutRequest(text="postgres cluster", as_of=ts(4))

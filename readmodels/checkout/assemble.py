@@ -1,26 +1,19 @@
 """`assemble_context`: a question in, a prompt-ready, cited Memory Checkout out.
 
-Hits become facts (entities found on their own), snippets (verbatim events and source spans) and
-inferred context (entities reached only through an inferred or causal edge, and the inferred links of
-facts). Answerability is decided from what made it into the prompt:
-
-- `ask_user` when no fact or snippet did;
-- `answer_from_memory` when at least one of them was found by the exact lane or by two lanes or more,
-  unless the question attributes what it asks to someone who said none of it: it names a speaker of the
-  conversation, and none of the best snippets was said by them or names them (LoCoMo's adversarial
-  questions are built this way: "What did Jonah name the greyhound he adopted?" when Maya adopted it);
-- `refresh_recommended` when a lane failed, when only inferred context was found, or when the newest
-  evidence of a "now" question is older than `STALE_AFTER_DAYS`.
+Hits become facts (entities found on their own, with something asserted about them), snippets (verbatim
+events and source spans), work state (tasks: where each stands, its owner, its blockers) and inferred
+context (entities reached only through an inferred or causal edge, and the inferred links of facts); the
+invalidations the question reached are shown as no longer true. Answerability (`answerability`) is
+decided from what made it into the prompt.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from typing import Final
 
+from readmodels.checkout.answerability import answerability_of
 from readmodels.checkout.budget import clip, estimate_tokens
 from readmodels.checkout.model import (
     Answerability,
@@ -31,15 +24,21 @@ from readmodels.checkout.model import (
     MemoryCheckout,
     NoLongerTrue,
     Snippet,
+    WorkItem,
 )
 from readmodels.checkout.prompt import PromptBuilder, Section
-from readmodels.retrieval.model import Citation, Hit, InferredLink, Invalidation, Query, QueryResult
+from readmodels.retrieval.model import (
+    Citation,
+    Hit,
+    InferredLink,
+    Invalidation,
+    Query,
+    QueryResult,
+    TaskState,
+)
 from readmodels.retrieval.protocol import Memory
+from readmodels.retrieval.work import TASK_TYPE
 
-STALE_AFTER_DAYS: Final = 30
-TURN_TYPE: Final = "transcript.turn"
-ATTRIBUTION_SNIPPETS: Final = 3
-"""How many of the best turns must not be the named speaker's for an attribution to count as wrong."""
 MAX_ITEM_TOKENS: Final = 160
 MAX_QUESTION_TOKENS: Final = 80
 
@@ -76,6 +75,7 @@ class _Placed:
 
     facts: list[Fact] = field(default_factory=list)
     no_longer_true: list[NoLongerTrue] = field(default_factory=list)
+    work: list[WorkItem] = field(default_factory=list)
     snippets: list[Snippet] = field(default_factory=list)
     inferred: list[InferredContext] = field(default_factory=list)
     hits: list[Hit] = field(default_factory=list)
@@ -97,7 +97,7 @@ def checkout_from(result: QueryResult, request: CheckoutRequest) -> MemoryChecko
     superseded = result.excluded_not_current + sum(
         h.superseded_versions for h in placed.hits if h.kind == "entity"
     )
-    answerability = _answerability(result, request, placed.hits, placed.inferred)
+    answerability = answerability_of(result, request, placed.hits, placed.inferred, len(placed.work))
     guidance = _guidance(request, answerability, placed.sections(), superseded, builder.left_out)
     builder.header += _guidance_lines(guidance)  # fits: its longest form was reserved
     builder.reserve = 0
@@ -108,6 +108,7 @@ def checkout_from(result: QueryResult, request: CheckoutRequest) -> MemoryChecko
         inferred=placed.inferred,
         evidence=builder.evidence,
         no_longer_true=placed.no_longer_true,
+        work=placed.work,
         superseded_excluded=superseded,
         answerability=answerability,
         guidance=guidance,
@@ -137,10 +138,14 @@ def _place(builder: PromptBuilder, result: QueryResult, request: CheckoutRequest
     placer = _Placer(builder, request)
     for invalidation in result.invalidated:
         placer.no_longer_true(invalidation)
+    for task in result.work:  # the tasks among the hits, or the open ones of a question about work
+        placer.work(task)
+    shown_as_work = {(task.session, task.task) for task in result.work}
     fact_of_event = {cited.uri: hit for hit in result.hits if _is_fact(hit) for cited in hit.citations}
     for hit in result.hits:
         if hit.kind == "entity":
-            if _is_fact(hit):
+            as_work = hit.type == TASK_TYPE and (hit.session, hit.entity) in shown_as_work
+            if _is_fact(hit) and not as_work:
                 placer.fact(hit)
             continue  # reached only through an inferred edge, or nothing asserted about it: not a fact
         covering = [fact_of_event[c.uri] for c in hit.citations if c.uri in fact_of_event]
@@ -163,6 +168,7 @@ class _Placer:
         self.placed = _Placed()
         self._facts = builder.section(f"## Facts (authoritative, as of {request.as_of or 'now'})")
         self._gone = builder.section("## No longer true (invalidated: do not state these as current)")
+        self._work = builder.section("## Work state (tasks: status, owner, blockers)")
         self._snippets = builder.section("## Verbatim snippets")
         self._inferred = builder.section("## Inferred and causal context (NOT authoritative)")
         self._seen: set[str] = set()
@@ -191,10 +197,30 @@ class _Placer:
         if numbers is not None:
             self.placed.no_longer_true.append(_no_longer_true(invalidation, text, numbers))
 
+    def work(self, task: TaskState) -> None:
+        state = f"claimed by {task.assignee}" if task.status == "claimed" and task.assignee else task.status
+        blocked = f"; blocked by {', '.join(task.blocked_by)}" if task.blocked_by else ""
+        line = f"- {task.task}: {_flat(task.title)} [{state}{blocked}] (since {task.since}) "
+        numbers = self.builder.try_add(self._work, line.__add__, [task.citation])
+        if numbers is not None:
+            self.placed.work.append(_work_item(task, numbers))
+
     def inferred(self, hit: Hit, link: InferredLink) -> None:
         item = _inferred_item(self.builder, self._inferred, hit, link)
         if item is not None:
             self.placed.inferred.append(item)
+
+
+def _work_item(task: TaskState, numbers: list[int]) -> WorkItem:
+    return WorkItem(
+        task=task.task,
+        title=task.title,
+        status=task.status,
+        assignee=task.assignee,
+        blocked_by=task.blocked_by,
+        since=task.since,
+        evidence=numbers,
+    )
 
 
 def _is_fact(hit: Hit) -> bool:
@@ -272,74 +298,6 @@ def _inferred_item(
         method=link.method,
         evidence=numbers,
     )
-
-
-def _answerability(
-    result: QueryResult, request: CheckoutRequest, placed: list[Hit], inferred: list[InferredContext]
-) -> Answerability:
-    reasons: list[str] = []
-    grounded = [hit for hit in placed if "exact" in hit.explanation.lanes or len(hit.explanation.lanes) >= 2]
-    misattributed = _misattributed(request.text, result.hits)
-    refresh = False
-    if not placed:
-        reasons.append(
-            "nothing in memory matches the question" + (" (only inferred context)" if inferred else "")
-        )
-        refresh = bool(inferred)
-    elif misattributed:
-        reasons.append(misattributed)
-    elif grounded:
-        reasons.append(f"{len(grounded)} item(s) found by the exact lane or by two lanes or more")
-    else:
-        reasons.append("only weak matches (one lane each): treat them as leads, not answers")
-    if result.warnings:
-        refresh = True
-        reasons.append("some lanes failed: " + "; ".join(result.warnings))
-    newest = max((hit.valid_from for hit in placed), default=None)
-    if newest is not None and request.as_of is None and _older_than(newest, STALE_AFTER_DAYS):
-        refresh = True
-        reasons.append(f"the newest evidence is from {newest}, over {STALE_AFTER_DAYS} days ago")
-    return Answerability(
-        answer_from_memory=bool(grounded) and not misattributed,
-        refresh_recommended=refresh,
-        ask_user=not placed,
-        reasons=reasons,
-    )
-
-
-def _misattributed(question: str, hits: list[Hit]) -> str | None:
-    """Why the question's speaker cannot be the one who said what matched, or None.
-
-    Speakers are the titles of the turns found; a speaker is named when the question has their name as
-    a whole word. Only the best `ATTRIBUTION_SNIPPETS` turns are looked at, and a turn that names the
-    speaker counts as theirs (it is about them).
-    """
-    turns = [hit for hit in hits if hit.kind == "event" and hit.type == TURN_TYPE and hit.entity]
-    speakers = {hit.entity for hit in turns}
-    named = {name for name in speakers if _names(question, name)}
-    best = turns[:ATTRIBUTION_SNIPPETS]
-    if not named or not best or len(named) == len(speakers):
-        return None
-    for hit in best:
-        if hit.entity in named or any(_names(hit.summary, name) for name in named):
-            return None
-    said_by = ", ".join(sorted({hit.entity for hit in best}))
-    return (
-        f"the question is about {', '.join(sorted(named))}, but what matches was said by {said_by}: "
-        "memory may not hold this about them"
-    )
-
-
-def _names(text: str, name: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE) is not None
-
-
-def _older_than(ts: str, days: int) -> bool:
-    try:
-        moment = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return datetime.now(UTC) - moment > timedelta(days=days)
 
 
 def _guidance_lines(guidance: list[str]) -> list[str]:

@@ -60,6 +60,18 @@ class Snippet(msgspec.Struct, frozen=True, kw_only=True):
     evidence: list[int]
 
 
+class WorkItem(msgspec.Struct, frozen=True, kw_only=True):
+    """A task and where it stands: `open`, `claimed` (by `assignee`), `done`, or its events' own status."""
+
+    task: str
+    title: str
+    status: str
+    assignee: str | None
+    blocked_by: list[str]
+    since: str
+    evidence: list[int]
+
+
 class NoLongerTrue(msgspec.Struct, frozen=True, kw_only=True):
     """An entity the question reached that was invalidated: say it stopped holding, never state it."""
 
@@ -112,6 +124,7 @@ class MemoryCheckout(msgspec.Struct, frozen=True, kw_only=True):
     inferred: list[InferredContext]
     evidence: list[Citation]
     no_longer_true: list[NoLongerTrue] = msgspec.field(default_factory=list)
+    work: list[WorkItem] = msgspec.field(default_factory=list)
     superseded_excluded: int
     """Versions and entities left out because they no longer held at the asked time."""
     answerability: Answerability

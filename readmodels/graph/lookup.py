@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import msgspec
 
 from readmodels.graph.cypher_io import Reading
-from readmodels.graph.reads import ENTITY_COLUMNS, expand, to_version
+from readmodels.graph.reads import ENTITY_COLUMNS, expand, to_version, window
 from readmodels.graph.records import EntityVersion, Neighbour
 
 
@@ -136,3 +136,39 @@ def invalidations_of(keys: Sequence[str]) -> Reading[list[InvalidationRow]]:
         {"keys": sorted(set(keys))},
     )
     return [msgspec.convert(row, InvalidationRow) for row in rows]
+
+
+def tasks_in(session: str | None, as_of: str | None, limit: int) -> Reading[list[EntityVersion]]:
+    """The task versions holding at `as_of` (in `session`, or everywhere), newest first."""
+    params: dict[str, object] = {"limit": limit}
+    condition = f"e.entity_type = 'task' AND {window('e', as_of, params)}"
+    if session is not None:
+        params["session"] = session
+        condition += " AND e.session = $session"
+    rows = yield (
+        f"MATCH (e:Entity) WHERE {condition} RETURN {ENTITY_COLUMNS} ORDER BY e.valid_from DESC LIMIT $limit",
+        params,
+    )
+    return [to_version(row) for row in rows]
+
+
+class Dependency(msgspec.Struct, frozen=True):
+    uid: str
+    """The version that depends."""
+    key: str
+    """The entity it depends on."""
+    name: str
+
+
+def dependencies_of(uids: Sequence[str], as_of: str | None) -> Reading[list[Dependency]]:
+    """The `depends_on` relations of the versions `uids` that hold at `as_of`."""
+    if not uids:
+        return []
+    params: dict[str, object] = {"uids": sorted(set(uids))}
+    rows = yield (
+        "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE a.uid IN $uids AND r.relation_type = 'depends_on' "
+        f"AND coalesce(r.inferred, false) = false AND {window('r', as_of, params)} "
+        "RETURN DISTINCT a.uid AS uid, b.key AS key, b.name AS name ORDER BY uid, name",
+        params,
+    )
+    return [Dependency(row["uid"], row["key"], row["name"]) for row in rows]

@@ -132,6 +132,20 @@ class Invalidation(msgspec.Struct, frozen=True, kw_only=True):
     citation: Citation
 
 
+class TaskState(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a task stands at the asked time, from the graph: `open` (proposed), `claimed` (by `assignee`),
+    `done`, or the status its events gave; `blocked_by` names the tasks it depends on that are not done."""
+
+    task: str
+    session: str
+    title: str
+    status: str
+    assignee: str | None
+    blocked_by: list[str]
+    since: str
+    citation: Citation
+
+
 class LaneReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     lane: str
     candidates: int
@@ -150,3 +164,6 @@ class QueryResult(msgspec.Struct, frozen=True, kw_only=True):
     ms: float
     invalidated: list[Invalidation] = msgspec.field(default_factory=list)
     """The invalidations that closed entities the question reached, newest first (cited)."""
+    work: list[TaskState] = msgspec.field(default_factory=list)
+    """The tasks among the hits, and when the question asks about work (what is left, open, blocked, who
+    works on what), the unfinished tasks in scope: where each stands, its owner and its blockers."""

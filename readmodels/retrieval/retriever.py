@@ -19,16 +19,15 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 import msgspec
 
 from readmodels.documents import MemoryDoc
 from readmodels.graph.lookup import Span, cited_spans
 from readmodels.graph.model import InvalidGraphWrite, canonical_ts
-from readmodels.retrieval.calibrated import collect, features, fuse_calibrated
-from readmodels.retrieval.calibration import calibration_for
-from readmodels.retrieval.fusion import LANES, FusedHit, LaneHit, Profile, fuse, profile
+from readmodels.graph.records import EntityVersion
+from readmodels.retrieval.fusion import LANES, FusedHit, profile
 from readmodels.retrieval.hits import HitBuilder
 from readmodels.retrieval.invalidated import NoLongerHolding, no_longer_holding
 from readmodels.retrieval.lanes import (
@@ -47,7 +46,9 @@ from readmodels.retrieval.model import (
     Query,
     QueryError,
     QueryResult,
+    TaskState,
 )
+from readmodels.retrieval.ordering import Ordering, lane_hits
 from readmodels.retrieval.protocol import (
     DocumentScores,
     DocumentSearch,
@@ -56,9 +57,10 @@ from readmodels.retrieval.protocol import (
     VectorSearch,
 )
 from readmodels.retrieval.resolve import Resolved, resolve_entities
-from readmodels.retrieval.temporal import LATEST, NONE, time_intent
 from readmodels.retrieval.traversal import MAX_SEEDS, TraversalLane
+from readmodels.retrieval.work import TASK_TYPE, work_intent, work_state
 
+T = TypeVar("T")
 MIN_POOL: Final = 50
 LANE_TIMEOUT_S: Final = 5.0
 
@@ -86,7 +88,7 @@ class Gathered:
     links: dict[str, InferredLink]
     reports: list[LaneReport]
     warnings: list[str]
-    order: _Order
+    order: Ordering
 
 
 Searcher = Callable[[str, str | None, str | None, int], Awaitable[list[Candidate]]]
@@ -135,10 +137,10 @@ class Retriever:
         }
         if chosen.fusion == "calibrated":
             warnings += await self._complete(models, query.text, lanes)
-        order = _Order(chosen, models, query.text, lanes, resolved)
+        order = Ordering(chosen, models.vector.tag if models.vector else None, query.text, lanes, resolved)
         links: dict[str, InferredLink] = {}
         if "traversal" in wanted:
-            seeds = _seeds(order.fuse(_lane_hits(lanes)), resolved)
+            seeds = _seeds(order.fuse(lane_hits(lanes)), resolved)
             outcomes["traversal"], links = await self._traverse(models, seeds, query, as_of)
             lanes["traversal"] = outcomes["traversal"].candidates
         if "exact" in lanes:
@@ -165,17 +167,20 @@ class Retriever:
     ) -> QueryResult:
         """The second stage: the gathered candidates ordered by the profile, the best `limit` as hits."""
         started = time.perf_counter() if started is None else started
-        fused = gathered.order.fuse(_lane_hits(gathered.lanes), limit)
+        fused = gathered.order.fuse(lane_hits(gathered.lanes), limit)
         warnings = list(gathered.warnings)
         spans = await self._spans(gathered.models, fused, gathered.resolved, warnings)
         builder = HitBuilder(gathered.order.chosen, gathered.lanes, gathered.resolved, gathered.links, spans)
+        hits = [hit for hit in map(builder.build, fused) if hit is not None]
+        reached = [v for v in map(_version_of(gathered), (hit.key for hit in hits)) if v is not None]
         return QueryResult(
             query=gathered.query,
-            hits=[hit for hit in map(builder.build, fused) if hit is not None],
+            hits=hits,
             lanes=gathered.reports,
             warnings=warnings,
             excluded_not_current=len(gathered.excluded),
             invalidated=gathered.invalidations,
+            work=await self._work(gathered, reached, warnings),
             ms=round((time.perf_counter() - started) * 1000, 3),
         )
 
@@ -252,6 +257,14 @@ class Retriever:
             lanes[lane] += sorted(extra, key=lambda c: (-c.score, c.key))
         return warnings
 
+    async def _guarded(self, work: Awaitable[T], what: str, warnings: list[str], otherwise: T) -> T:
+        """`work` within the lane time limit; if it fails, `otherwise` and a warning saying `what`."""
+        try:
+            return await asyncio.wait_for(work, self.lane_timeout_s)
+        except Exception as exc:
+            warnings.append(f"{what} ({type(exc).__name__}: {exc})")
+            return otherwise
+
     async def _resolve(
         self,
         models: ReadModels,
@@ -262,13 +275,8 @@ class Retriever:
         candidates = [c for outcome in outcomes.values() for c in outcome.candidates]
         if models.graph is None or not any(c.key.startswith(ENTITY_PREFIX) for c in candidates):
             return {}, set()
-        try:
-            return await asyncio.wait_for(
-                resolve_entities(models.graph, candidates, as_of), self.lane_timeout_s
-            )
-        except Exception as exc:
-            warnings.append(f"entity windows not checked ({type(exc).__name__}: {exc})")
-            return {}, set()
+        work = resolve_entities(models.graph, candidates, as_of)
+        return await self._guarded(work, "entity windows not checked", warnings, ({}, set()))
 
     async def _no_longer_holding(
         self,
@@ -282,13 +290,19 @@ class Retriever:
         if models.graph is None:
             return nothing
         candidates = [c for outcome in outcomes.values() for c in outcome.candidates]
-        try:
-            return await asyncio.wait_for(
-                no_longer_holding(models.graph, candidates, excluded, as_of), self.lane_timeout_s
-            )
-        except Exception as exc:
-            warnings.append(f"events of invalidated facts not checked ({type(exc).__name__}: {exc})")
-            return nothing
+        work = no_longer_holding(models.graph, candidates, excluded, as_of)
+        return await self._guarded(work, "events of invalidated facts not checked", warnings, nothing)
+
+    async def _work(
+        self, gathered: Gathered, reached: list[EntityVersion], warnings: list[str]
+    ) -> list[TaskState]:
+        query, graph = gathered.query, gathered.models.graph
+        asks = work_intent(query.text)
+        if graph is None or not (asks or any(v.entity_type == TASK_TYPE for v in reached)):
+            return []
+        as_of = _canonical_as_of(query.as_of)
+        work = work_state(graph, reached, session=query.session, as_of=as_of, asks_about_work=asks)
+        return await self._guarded(work, "work state not read", warnings, [])
 
     async def _traverse(
         self, models: ReadModels, seeds: list[str], query: Query, as_of: str | None
@@ -315,11 +329,8 @@ class Retriever:
         uids = [resolved[hit.key].version.uid for hit in fused if hit.key in resolved]
         if models.graph is None or not uids:
             return {}
-        try:
-            return await asyncio.wait_for(models.graph.read(cited_spans(uids)), self.lane_timeout_s)
-        except Exception as exc:
-            warnings.append(f"source spans of entities not read ({type(exc).__name__}: {exc})")
-            return {}
+        work = models.graph.read(cited_spans(uids))
+        return await self._guarded(work, "source spans of entities not read", warnings, {})
 
 
 def _canonical_as_of(as_of: str | None) -> str | None:
@@ -331,50 +342,15 @@ def _canonical_as_of(as_of: str | None) -> str | None:
         raise QueryError(f"as_of: {exc}") from None
 
 
-def _lane_hits(lanes: Mapping[str, Sequence[Candidate]]) -> dict[str, list[LaneHit]]:
-    return {
-        lane: [LaneHit(key=c.key, score=c.score, completed=c.completed) for c in found]
-        for lane, found in lanes.items()
-    }
+def _version_of(gathered: Gathered) -> Callable[[str], EntityVersion | None]:
+    """The entity version a hit's key stands for: resolved at the asked time, or reached by traversal."""
+    reached = {c.key: c.neighbour.entity for c in gathered.lanes.get("traversal", []) if c.neighbour}
 
+    def version(key: str) -> EntityVersion | None:
+        found = gathered.resolved.get(key)
+        return found.version if found is not None else reached.get(key)
 
-class _Order:
-    """The profile's fusion for one question: calibrated (with the question's time intent), rrf or score."""
-
-    def __init__(
-        self,
-        chosen: Profile,
-        models: ReadModels,
-        text: str,
-        lanes: Mapping[str, Sequence[Candidate]],
-        resolved: Mapping[str, Resolved],
-    ) -> None:
-        self.chosen = chosen
-        fitted = calibration_for(models.vector.tag if models.vector is not None else None)
-        recency = fitted.coefficients.get("recency", 0.0) + chosen.recency
-        self.calibration = msgspec.structs.replace(
-            fitted, coefficients={**fitted.coefficients, "recency": recency}
-        )
-        intent = time_intent(text)
-        self.intent = LATEST if intent == NONE and chosen.recency > 0 else intent
-        self.times = {key: r.version.valid_from for key, r in resolved.items()}
-        for found in lanes.values():
-            for c in found:
-                if c.doc is not None:
-                    self.times.setdefault(c.key, c.doc.ts)
-
-    def features(self, lanes: Mapping[str, Sequence[Candidate]]) -> dict[str, dict[str, float]]:
-        """The calibrated fusion's features of every candidate (what `bench/fit_fusion.py` fits on)."""
-        weights = self.chosen.weights
-        hits = {lane: found for lane, found in _lane_hits(lanes).items() if weights.get(lane, 0) > 0}
-        return features(collect(hits, self.times), hits, self.intent)
-
-    def fuse(self, lanes: Mapping[str, Sequence[LaneHit]], limit: int | None = None) -> list[FusedHit]:
-        if self.chosen.fusion != "calibrated":
-            return fuse(lanes, self.chosen, limit)
-        return fuse_calibrated(
-            lanes, self.chosen, self.calibration, times=self.times, intent=self.intent, limit=limit
-        )
+    return version
 
 
 def _nameless(candidate: Candidate, resolved: Mapping[str, Resolved]) -> bool:
