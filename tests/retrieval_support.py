@@ -74,6 +74,34 @@ def memory_story() -> SessionLog:
     return log
 
 
+def flag_story() -> SessionLog:
+    """A fact asserted by one event and invalidated by a later one (issue 17, defect 3)."""
+    log = SessionLog("s")
+    log.add("memory.fact.asserted", fact(("flag-x", "feature_flag", "Feature flag X enabled for the beta")))
+    log.add("transcript.turn", {"role": "user", "speaker": "Ann", "text": "the beta starts on Monday"})
+    log.add(
+        "memory.invalidated",
+        {
+            "entity": {"name": "flag-x", "entity_type": "feature_flag"},
+            "invalid_at": ts(3),
+            "reason": "flag removed after the beta",
+        },
+    )
+    return log
+
+
+def work_story_with_owners() -> SessionLog:
+    """Tasks open, claimed (and blocked), done (issue 17, defect 4)."""
+    log = SessionLog("w")
+    log.add("task.proposed", {"task_id": "T1", "title": "Write the sessions migration"})
+    log.add("task.proposed", {"task_id": "T2", "title": "Backfill old sessions", "depends_on": ["T1"]})
+    log.add("task.claimed", {"task_id": "T2", "assignee": "bob"})
+    log.add("task.proposed", {"task_id": "T3", "title": "Rotate the signing keys"})
+    log.add("task.completed", {"task_id": "T3", "summary": "rotated"})
+    log.add("transcript.turn", {"role": "user", "speaker": "Ann", "text": "the demo is on Friday"})
+    return log
+
+
 class StoryModels:
     def __init__(self, graph: GraphStore, root: Path) -> None:
         self.graph = graph

@@ -22,8 +22,14 @@ from readmodels.query.local import LocalMemory
 from readmodels.retrieval.fusion import Contribution
 from readmodels.retrieval.model import Citation, Explanation, Hit, InferredLink, Query, QueryResult
 from readmodels.retrieval.retriever import Retriever
-from tests.retrieval_support import StoryModels, memory_story, story_models
-from tests.test_graph_support import SessionLog, fact, ts
+from tests.retrieval_support import (
+    StoryModels,
+    flag_story,
+    memory_story,
+    story_models,
+    work_story_with_owners,
+)
+from tests.test_graph_support import ts
 from tests.test_ledger import caught_up, running_mirror
 
 pytestmark = pytest.mark.anyio
@@ -196,28 +202,13 @@ async def test_superseded_and_invalidated_facts_are_left_out_and_counted(story: 
     assert set(checkout.diagnostics.lanes_used) == {"exact", "keyword", "vector", "traversal", "verbatim"}
 
 
-def _flag_story() -> SessionLog:
-    log = SessionLog("s")
-    log.add("memory.fact.asserted", fact(("flag-x", "feature_flag", "Feature flag X enabled for the beta")))
-    log.add("transcript.turn", {"role": "user", "speaker": "Ann", "text": "the beta starts on Monday"})
-    log.add(
-        "memory.invalidated",
-        {
-            "entity": {"name": "flag-x", "entity_type": "feature_flag"},
-            "invalid_at": ts(3),
-            "reason": "flag removed after the beta",
-        },
-    )
-    return log
-
-
 async def test_the_event_that_asserted_an_invalidated_fact_is_not_quoted_and_the_invalidation_is(
     tmp_path: Path,
 ) -> None:
     """Issue 17, defect 3: snippets obey the same time rules as facts."""
     async with (
         LadybugGraphStore(tmp_path / "graph.lbug") as graph,
-        story_models(graph, tmp_path, _flag_story().events) as story,
+        story_models(graph, tmp_path, flag_story().events) as story,
     ):
         retriever = Retriever(story.models)
         result = await retriever.query(Query(text="feature flag X beta"))
@@ -251,24 +242,13 @@ def test_a_small_budget_keeps_the_best_ranked_items_and_bare_names_are_not_facts
     assert "person-" not in checkout.prompt
 
 
-def _work_story() -> SessionLog:
-    log = SessionLog("w")
-    log.add("task.proposed", {"task_id": "T1", "title": "Write the sessions migration"})
-    log.add("task.proposed", {"task_id": "T2", "title": "Backfill old sessions", "depends_on": ["T1"]})
-    log.add("task.claimed", {"task_id": "T2", "assignee": "bob"})
-    log.add("task.proposed", {"task_id": "T3", "title": "Rotate the signing keys"})
-    log.add("task.completed", {"task_id": "T3", "summary": "rotated"})
-    log.add("transcript.turn", {"role": "user", "speaker": "Ann", "text": "the demo is on Friday"})
-    return log
-
-
 async def test_what_is_left_to_do_answers_with_the_open_tasks_their_owner_and_blockers(
     tmp_path: Path,
 ) -> None:
     """Issue 17, defect 4: work state is first-class in query and checkout."""
     async with (
         LadybugGraphStore(tmp_path / "graph.lbug") as graph,
-        story_models(graph, tmp_path, _work_story().events) as story,
+        story_models(graph, tmp_path, work_story_with_owners().events) as story,
     ):
         retriever = Retriever(story.models)
         result = await retriever.query(Query(text="What is left to do?", session="w"))

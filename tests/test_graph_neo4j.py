@@ -23,13 +23,19 @@ from gateway.node_process import NodeProcess
 from projectors.graph.extract import extract
 from projectors.graph.projector import GraphProjector
 from projectors.graph.rebuild_neo4j import rebuild_neo4j_from_ledger, rebuild_neo4j_from_stream
+from readmodels.documents import MemoryDoc
 from readmodels.graph import neo4j as neo4j_module
+from readmodels.graph.ladybug import LadybugGraphStore
 from readmodels.graph.neo4j import Neo4jGraphStore
 from readmodels.graph.neo4j_bulk import Neo4jBulkLoader
 from readmodels.graph.neo4j_schema import schema_plan
 from readmodels.graph.protocol import GraphStoreError, MigrationChecksumError
 from readmodels.graph.service import ask_cypher
+from readmodels.retrieval.invalidated import no_longer_holding
+from readmodels.retrieval.lanes import Candidate
+from readmodels.retrieval.work import work_state
 from tests.conftest import run_cli
+from tests.retrieval_support import flag_story, work_story_with_owners
 from tests.runtime_support import drained, running
 from tests.test_graph_rebuild import story
 from tests.test_graph_support import SessionLog, dump, fact, project, work_story
@@ -346,3 +352,29 @@ async def test_a_node_with_the_neo4j_backend_projects_into_neo4j_and_answers_gra
         assert await neo4j_store.applied_seqs("graph", ["n"]) == {"n": 7}
     finally:
         await asyncio.to_thread(node.stop)
+
+
+async def test_work_state_and_invalidation_reads_agree_with_ladybug(
+    neo4j_store: Neo4jGraphStore, tmp_path: Path
+) -> None:
+    """The reads behind issue 17's defects 3 and 4 (`readmodels.retrieval.work`, `.invalidated`) give the
+    same answers on both backends."""
+    events = [*work_story_with_owners().events, *flag_story().events]
+    answers = []
+    async with LadybugGraphStore(tmp_path / "graph.lbug") as ladybug:
+        for store in (ladybug, neo4j_store):
+            await project(store, events)
+            work = await work_state(store, [], session="w", as_of=None, asks_about_work=True)
+            flag_event = next(e for e in events if e.session == "s" and e.seq == 1)
+            doc = MemoryDoc(
+                session="s", seq=1, event_hash=flag_event.hash, event_type=flag_event.type,
+                ts=flag_event.ts, kind="event", text="Feature flag X",
+            )  # fmt: skip
+            found = [Candidate(key="event:s/1", score=1.0, doc=doc)]
+            gone = await no_longer_holding(store, found, set(), None)
+            answers.append((sorted((t.task, t.status, t.assignee, tuple(t.blocked_by)) for t in work), gone))
+    ladybug_answer, neo4j_answer = answers
+    assert ladybug_answer == neo4j_answer
+    assert ladybug_answer[0] == [("T1", "open", None, ()), ("T2", "claimed", "bob", ("T1",))]
+    assert ladybug_answer[1].candidates == {"event:s/1"}
+    assert [g.entity for g in ladybug_answer[1].invalidations] == ["flag-x"]
