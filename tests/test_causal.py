@@ -145,6 +145,21 @@ async def test_predecessors_walk_the_edges_backwards(graph_store: GraphStore) ->
     assert (untyped.start, untyped.steps) == ([], [])
 
 
+async def test_names_resolve_like_search_and_unknown_ones_offer_the_closest(graph_store: GraphStore) -> None:
+    """Issue 17, defect 5: case, a part of the name, and "did you mean" for the rest."""
+    await project(graph_store, causal_story().events)
+    shouted = await graph_store.read(causal_chain(ask("LOGIN OUTAGE", "predecessors")))
+    assert shouted.resolved_name == OUTAGE and walked(shouted) == [(1, DRIFT, OUTAGE), (2, SKIPPED, DRIFT)]
+    partial = await graph_store.read(causal_chain(ask("skipped", "successors", depth=1)))
+    assert partial.resolved_name == SKIPPED and walked(partial) == [(1, SKIPPED, DRIFT)]
+    exact = await graph_store.read(causal_chain(ask(OUTAGE, "predecessors")))
+    assert exact.resolved_name is None and exact.suggestions == []
+    ambiguous = await graph_store.read(causal_chain(ask("s", "successors")))  # in several names
+    assert ambiguous.start == [] and len(ambiguous.suggestions) >= 2
+    typo = await graph_store.read(causal_chain(ask("login outgae", "successors")))
+    assert typo.start == [] and typo.suggestions[0] == OUTAGE
+
+
 async def test_a_retracted_edge_is_gone_now_but_held_before(graph_store: GraphStore) -> None:
     log = causal_story()
     await project(graph_store, log.events)
@@ -269,6 +284,14 @@ async def test_the_service_the_client_and_the_cli_answer_like_local_memory(
         typed = await asyncio.to_thread(run_cli, settings, *back, "--json")
         assert typed.returncode == 0, typed.stderr
         assert [s["cause"]["name"] for s in json.loads(typed.stdout)["steps"]] == [DRIFT, SKIPPED]
+        partial = ("memory", "causal", "predecessors", "login OUTAGE", "--session", SESSION)
+        matched = await asyncio.to_thread(run_cli, settings, *partial)
+        assert matched.returncode == 0 and f"matched {OUTAGE!r}" in matched.stderr, matched.stderr
+        unknown = ("memory", "causal", "predecessors", "login outgae", "--session", SESSION)
+        missing = await asyncio.to_thread(run_cli, settings, *unknown)
+        assert missing.returncode == 1 and f"did you mean: {OUTAGE!r}" in missing.stderr, missing.stderr
+        missing_json = await asyncio.to_thread(run_cli, settings, *unknown, "--json")
+        assert missing_json.returncode == 1 and json.loads(missing_json.stdout)["suggestions"][0] == OUTAGE
         for option, value in (("--depth", "6"), ("--limit", "0"), ("--as-of", "soon")):
             refused = await asyncio.to_thread(run_cli, settings, *args, option, value)
             assert refused.returncode == 2 and option.strip("-").replace("-", "_") in refused.stderr

@@ -21,7 +21,18 @@ from eventloom.runtime import RoleState, resolve_nats_url
 from eventloom.settings import Settings
 
 T = TypeVar("T")
-console = Console(stderr=True)
+PIPED_WIDTH = 1000
+"""Lines and tables are never cut or wrapped for a pipe or a file (a script reads them whole)."""
+
+
+def _console() -> Console:
+    on_terminal = Console(stderr=True)
+    if on_terminal.is_terminal:
+        return Console(stderr=True, soft_wrap=True)
+    return Console(stderr=True, soft_wrap=True, width=PIPED_WIDTH)
+
+
+console = _console()
 EXIT_INVALID = 2
 EXIT_NO_NODE = 3
 EXIT_FAILED = 1

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, TypeVar
 
 import typer
+from rich.markup import escape
 
 from eventloom.log import EventLog
 from eventloom.settings import Settings
@@ -247,6 +248,8 @@ def _causal(
     chain = run(_ask(settings_of(ctx), lambda memory: memory.causal(request)))
     if as_json:
         print_json(chain)
+        if not chain.start:
+            raise typer.Exit(EXIT_FAILED)  # not found: the JSON says what is closest
         return
     _print_chain(chain)
 
@@ -254,8 +257,10 @@ def _causal(
 def _print_chain(chain: CausalChain) -> None:
     """A tree: each step indented by its hop, the entity it reached first, then the edge's audit fields."""
     if not chain.start:
-        console.print(f"no entity named {chain.name!r} in session {chain.session}", highlight=False)
-        return
+        hint = f"; did you mean: {', '.join(repr(s) for s in chain.suggestions)}" if chain.suggestions else ""
+        fail(f"no entity named {escape(repr(chain.name))} in session {chain.session}{escape(hint)}")
+    if chain.resolved_name is not None:
+        console.print(f"{chain.name!r} matched {chain.resolved_name!r}", highlight=False)
     started = ", ".join(f"{entity.name} ({entity.entity_type})" for entity in chain.start)
     print(f"{chain.direction} of {started}, as of {chain.as_of or 'now'}")
     for step in chain.steps:

@@ -208,7 +208,10 @@ def register_memory_tools(server: MCPServer, backend: Backend) -> None:
         as_of: AsOf = None,
         limit: Limit = 20,
     ) -> dict[str, Any]:
-        """What this entity caused: causal edges followed forward, hop by hop (non-authoritative, cited)."""
+        """What this entity caused: causal edges followed forward, hop by hop (non-authoritative, cited).
+
+        The name may differ in case or be a part of the entity's name; with no match, `start` is empty and
+        `suggestions` lists the closest names."""
         return await causal("successors", session, name, entity_type, depth, as_of, limit)
 
     @server.tool()
@@ -220,5 +223,8 @@ def register_memory_tools(server: MCPServer, backend: Backend) -> None:
         as_of: AsOf = None,
         limit: Limit = 20,
     ) -> dict[str, Any]:
-        """What caused this entity: causal edges followed backward, hop by hop (non-authoritative, cited)."""
+        """What caused this entity: causal edges followed backward, hop by hop (non-authoritative, cited).
+
+        The name may differ in case or be a part of the entity's name; with no match, `start` is empty and
+        `suggestions` lists the closest names."""
         return await causal("predecessors", session, name, entity_type, depth, as_of, limit)

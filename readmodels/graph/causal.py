@@ -10,10 +10,16 @@ claims. A name is entered once, so a cycle ends the walk instead of looping.
 Only entity versions and edges that hold at `as_of` (default: now) are walked, so a retracted or closed
 causal edge is gone unless `as_of` asks for a time it held. Like `reads` and `lookup`, the walk is a
 backend-neutral `Reading`, run with `GraphStore.read`.
+
+The name is resolved the way search finds names: the exact name first, then the one name of the session
+equal to it ignoring case, then the one name containing it ignoring case ("checkout p95 fell" finds
+"Checkout p95 fell from 480 ms to 140 ms"). When no single name is found, the chain is empty and offers the
+closest names (`suggestions`), so a caller can say "did you mean".
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Any, Final, Literal, get_args
 
@@ -35,6 +41,8 @@ MAX_NAME_CHARS: Final = 512
 """Extraction stores names of at most 512 characters (`projectors.graph.extraction.NAME_LENGTH`)."""
 DEFAULT_CAUSAL_DEPTH: Final = 3
 DEFAULT_CAUSAL_LIMIT: Final = 20
+MAX_SUGGESTIONS: Final = 5
+MAX_NAMES_COMPARED: Final = 5000
 _EVENT_URI: Final = re.compile(r"^eventloom://([A-Za-z0-9_-]{1,128})/events/([1-9][0-9]*)#([0-9a-f]{12})$")
 _EDGE_COLUMNS: Final = (  # the columns `reads.to_edge` decodes
     "a.uid AS a_uid, a.name AS a_name, a.entity_type AS a_type, "
@@ -117,15 +125,27 @@ class CausalChain(msgspec.Struct, frozen=True, kw_only=True):
     steps: list[CausalStep]
     truncated: bool
     """Some hop had more than `limit` edges; the most confident were kept."""
+    resolved_name: str | None = None
+    """The entity name walked, when `name` matched it ignoring case or as a part."""
+    suggestions: list[str] = msgspec.field(default_factory=list)
+    """With no `start`: the session's names closest to `name`, best first."""
 
 
 def causal_chain(request: CausalRequest) -> Reading[CausalChain]:
-    """The causal chain of `request`; empty (`start=[]`) when no entity of that name holds at `as_of`."""
+    """The causal chain of `request`; empty (`start=[]`, with `suggestions`) when no single entity name of
+    the session matches, or none of that name holds at `as_of`."""
     start = yield from _start(request)
+    resolved: str | None = None
+    suggestions: list[str] = []
+    if not start:
+        resolved, suggestions = yield from _resolve_name(request)
+        if resolved is not None:
+            start = yield from _start(msgspec.structs.replace(request, name=resolved))
+    walked = request if resolved is None else msgspec.structs.replace(request, name=resolved)
     steps: list[CausalStep] = []
     truncated = False
     if start:
-        steps, truncated = yield from _walk(request)
+        steps, truncated = yield from _walk(walked)
     return CausalChain(
         session=request.session,
         name=request.name,
@@ -137,7 +157,34 @@ def causal_chain(request: CausalRequest) -> Reading[CausalChain]:
         start=start,
         steps=steps,
         truncated=truncated,
+        resolved_name=resolved if start else None,
+        suggestions=[] if start else suggestions,
     )
+
+
+def _resolve_name(request: CausalRequest) -> Reading[tuple[str | None, list[str]]]:
+    """(the one name of the session `request.name` stands for, or None; the closest names otherwise)."""
+    needle = " ".join(request.name.split()).lower()
+    rows = yield (
+        "MATCH (k:EntityKey) WHERE k.session = $session AND toLower(k.name) CONTAINS $needle "
+        "RETURN DISTINCT k.name AS name ORDER BY name LIMIT $cap",
+        {"session": request.session, "needle": needle, "cap": MAX_SUGGESTIONS + 1},
+    )
+    containing = [row["name"] for row in rows]
+    same = sorted({name for name in containing if name.lower() == needle})
+    if len(same) == 1:
+        return same[0], []
+    if len(containing) == 1:
+        return containing[0], []
+    if containing:
+        return None, containing[:MAX_SUGGESTIONS]
+    every = yield (
+        "MATCH (k:EntityKey) WHERE k.session = $session RETURN DISTINCT k.name AS name LIMIT $cap",
+        {"session": request.session, "cap": MAX_NAMES_COMPARED},
+    )
+    names = {row["name"].lower(): row["name"] for row in every}
+    close = difflib.get_close_matches(needle, list(names), n=MAX_SUGGESTIONS, cutoff=0.5)
+    return None, [names[name] for name in close]
 
 
 def _start(request: CausalRequest) -> Reading[list[CausalEntity]]:
