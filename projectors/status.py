@@ -80,6 +80,12 @@ async def _bucket(client: Client) -> KeyValue:
     return await client.jetstream().create_key_value(bucket=STATS_BUCKET, history=1, ttl=3600)
 
 
+async def forget_consumer(client: Client, consumer: str) -> None:
+    """Drop a removed consumer's last report, so status does not show it any more."""
+    with contextlib.suppress(nats.js.errors.KeyNotFoundError, nats.js.errors.NotFoundError):
+        await (await _bucket(client)).purge(consumer)
+
+
 async def consumer_statuses(client: Client, layout: StreamLayout) -> list[ConsumerStatus]:
     listing = await jetstream_api(client, f"CONSUMER.LIST.{layout.name}")
     letters = await subject_counts(client, DLQ_STREAM, f"{DLQ_SUBJECT_ROOT}.>")

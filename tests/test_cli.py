@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -13,10 +14,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from nats.js.api import AckPolicy, ConsumerConfig
 
 from eventloom.event import os_principal
+from eventloom.log import EventLog
 from eventloom.runtime import read_runtime
 from eventloom.settings import Settings
+from gateway.cli import global_options_first
 from gateway.cli.demo import _show as show_demo
 from gateway.node_process import NodeProcess
 from gateway.story import Told
@@ -383,3 +387,44 @@ def test_all_but_some_plugins_is_one_setting() -> None:
         Settings(projectors="all,-nosuch").enabled("projectors", installed)
     with pytest.raises(ValueError, match="only exclusions"):
         Settings(projectors="all,graph").enabled("projectors", installed)
+
+
+def test_consumer_rm_removes_a_left_over_consumer_and_refuses_live_ones(node: Settings) -> None:
+    """Issue 17, defect 9: a consumer a removed producer left is listed and removed, after a confirmation."""
+
+    async def leave_a_consumer() -> None:
+        async with await EventLog.open(node, persistent=False) as log:
+            config = ConsumerConfig(durable_name="producer-old-linker", ack_policy=AckPolicy.EXPLICIT)
+            await log.client.jetstream().add_consumer(log.layout.name, config)
+
+    asyncio.run(leave_a_consumer())
+    listed = {row["name"]: row for row in json.loads(run_cli(node, "consumer", "list", "--json").stdout)}
+    assert listed["producer-old-linker"]["node_role"] is None
+    assert listed["projector-graph"]["node_role"] == "projector:graph"
+
+    unconfirmed = run_cli(node, "consumer", "rm", "producer-old-linker")  # stdin is not a terminal
+    assert unconfirmed.returncode == 2 and "--yes" in unconfirmed.stderr
+    for live in ("projector-graph", "ledger-mirror"):
+        refused = run_cli(node, "consumer", "rm", live, "--yes")
+        assert refused.returncode == 2, refused.stderr
+    assert run_cli(node, "consumer", "rm", "no-such-consumer", "--yes").returncode == 1
+
+    removed = run_cli(node, "consumer", "rm", "producer-old-linker", "--yes")
+    assert removed.returncode == 0, removed.stderr
+    consumers = {c["name"] for c in json.loads(run_cli(node, "status", "--json").stdout)["consumers"]}
+    assert "producer-old-linker" not in consumers and "projector-graph" in consumers
+
+
+def test_data_dir_is_accepted_after_the_command(node: Settings) -> None:
+    """Issue 17, defect 10: `eventloom status --data-dir X` works like `eventloom --data-dir X status`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVENTLOOM_")}
+    after = subprocess.run(
+        [sys.executable, "-m", "gateway", "status", "--json", "--data-dir", str(node.data_dir)],
+        env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert after.returncode == 0, after.stderr
+    assert json.loads(after.stdout)["node"]["pid"] > 0
+    assert global_options_first(["memory", "query", "x", f"--data-dir={node.data_dir}"]) == [
+        f"--data-dir={node.data_dir}", "memory", "query", "x",
+    ]  # fmt: skip
+    assert global_options_first(["append", "--", "--data-dir", "d"]) == ["append", "--", "--data-dir", "d"]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from gateway.cli import (
+    consumer_cmd,
     demo,
     dev_cmds,
     graph_cmds,
@@ -26,6 +28,8 @@ from gateway.cli import (
 )
 from gateway.cli.common import make_settings
 
+DATA_DIR_OPTION = "--data-dir"
+
 app = typer.Typer(
     name="eventloom",
     help="Event-sourced memory for AI agents: signed, hash-chained events on NATS JetStream.",
@@ -40,7 +44,7 @@ def _global_options(
     ctx: typer.Context,
     data_dir: Annotated[
         Path | None,
-        typer.Option("--data-dir", help="Data directory [env: EVENTLOOM_DATA_DIR; default: ./.eventloom]"),
+        typer.Option(DATA_DIR_OPTION, help="Data directory [env: EVENTLOOM_DATA_DIR; default: ./.eventloom]"),
     ] = None,
 ) -> None:
     ctx.obj = make_settings(data_dir)
@@ -60,8 +64,32 @@ memory_cmds.register(app)
 schema_cmds.register(app)
 mcp_cmds.register(app)
 health_cmd.register(app)
+consumer_cmd.register(app)
 app.add_typer(keys_cmd.app, name="keys")
 
 
 def main() -> None:
-    app()
+    app(args=global_options_first(sys.argv[1:]))
+
+
+def global_options_first(args: list[str]) -> list[str]:
+    """`--data-dir` is accepted anywhere (`eventloom status --data-dir x`), not only before the command:
+    it is moved to the front. Only before a `--`, after which everything is an argument."""
+    moved: list[str] = []
+    rest: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            rest += args[index:]
+            break
+        if arg == DATA_DIR_OPTION and index + 1 < len(args):
+            moved += args[index : index + 2]
+            index += 2
+            continue
+        if arg.startswith(DATA_DIR_OPTION + "="):
+            moved.append(arg)
+        else:
+            rest.append(arg)
+        index += 1
+    return moved + rest
