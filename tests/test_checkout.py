@@ -263,6 +263,11 @@ async def test_what_is_left_to_do_answers_with_the_open_tasks_their_owner_and_bl
         assert "## Work state" in checkout.prompt
         assert "[claimed by bob; blocked by T1]" in checkout.prompt and "[open]" in checkout.prompt
         assert checkout.answerability.answer_from_memory and not checkout.answerability.ask_user
+        about_t2 = await assemble_context(
+            retriever, CheckoutRequest(text="Backfill old sessions", session="w")
+        )
+        assert about_t2.superseded_excluded == 0  # T2's proposed -> claimed steps are its state, not left out
+        assert "0 superseded or invalidated item(s) were left out" in about_t2.prompt
 
         about_t3 = await retriever.query(Query(text="Rotate the signing keys", session="w"))
         assert (about_t3.work[0].task, about_t3.work[0].status) == ("T3", "done")  # the best hit's state

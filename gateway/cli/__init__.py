@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperOption
 
 from gateway.cli import (
     consumer_cmd,
@@ -29,6 +30,19 @@ from gateway.cli import (
 from gateway.cli.common import make_settings
 
 DATA_DIR_OPTION = "--data-dir"
+
+
+def _flags_show_no_type() -> None:
+    """Typer's help shows a flag as `--json <bool>`, as if it took a value; a flag takes none."""
+    shown = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:  # typer's own vendored click
+        return None if self.is_flag else shown(self, ctx)
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_show_no_type()
 
 app = typer.Typer(
     name="eventloom",

@@ -21,6 +21,7 @@ from projectors.graph.rebuild_neo4j import (
     rebuild_neo4j_from_ledger,
     rebuild_neo4j_from_stream,
 )
+from projectors.plugins import PROJECTORS_GROUP, available
 from projectors.rebuild import RebuildReport, rebuild
 from readmodels.graph.protocol import GraphStoreError
 
@@ -53,6 +54,9 @@ def rebuild_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
 ) -> None:
     settings = settings_of(ctx)
+    installed = available(PROJECTORS_GROUP)
+    if name not in installed:
+        fail(f"no projector named {name!r}: installed are {', '.join(sorted(installed))}", EXIT_INVALID)
     chosen = backend_of(settings, backend)
     if chosen is Backend.neo4j and not settings.neo4j_uri:
         fail("neo4j_uri: not set (NEO4J_URI; `eventloom dev neo4j` starts a local server)", EXIT_INVALID)

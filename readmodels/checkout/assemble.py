@@ -95,8 +95,8 @@ def checkout_from(result: QueryResult, request: CheckoutRequest) -> MemoryChecko
     )
     placed = _place(builder, result, request)
     superseded = result.excluded_not_current + sum(
-        h.superseded_versions for h in placed.hits if h.kind == "entity"
-    )
+        h.superseded_versions for h in placed.hits if h.kind == "entity" and h.type != TASK_TYPE
+    )  # a task's earlier versions are its status steps, shown as its work state, not left out
     answerability = answerability_of(result, request, placed.hits, placed.inferred, len(placed.work))
     guidance = _guidance(request, answerability, placed.sections(), superseded, builder.left_out)
     builder.header += _guidance_lines(guidance)  # fits: its longest form was reserved
