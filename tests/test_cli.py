@@ -428,3 +428,17 @@ def test_data_dir_is_accepted_after_the_command(node: Settings) -> None:
         f"--data-dir={node.data_dir}", "memory", "query", "x",
     ]  # fmt: skip
     assert global_options_first(["append", "--", "--data-dir", "d"]) == ["append", "--", "--data-dir", "d"]
+
+
+def test_small_things_a_new_user_hit(tmp_path: Path) -> None:
+    """Issue 17, defect 10: an unknown projector is refused before any work (no progress bar), and flags
+    show no `<bool>` in `--help`."""
+    settings = Settings(data_dir=tmp_path / "no-node")
+    refused = run_cli(settings, "rebuild", "nosuch")
+    assert refused.returncode == 2
+    assert "no projector named 'nosuch': installed are graph, inferred, keyword, vector" in refused.stderr
+    assert "rebuilding" not in refused.stderr and "no Eventloom node" not in refused.stderr
+    for command in (["status"], ["memory", "query"], ["consumer", "rm"], ["up"]):
+        shown = run_cli(settings, *command, "--help")
+        assert shown.returncode == 0 and "--help" in shown.stdout
+        assert "<bool>" not in shown.stdout, command
