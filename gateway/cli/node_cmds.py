@@ -58,7 +58,13 @@ def up(
     running = read_runtime(settings.runtime_file)
     # A file left by an unclean stop can name our own pid (PID 1 again in a restarted container).
     if running is not None and running.pid != os.getpid():
-        fail(f"a node is already running for {settings.data_dir} (pid {running.pid}, {running.nats_url})")
+        hint = (
+            f"; to serve MCP over HTTP from it: `eventloom gateway http --listen {http}`"
+            if http is not None and not running.http_url
+            else "; stop it first with `eventloom down`"
+        )
+        where = f"{settings.data_dir} (pid {running.pid}, {running.nats_url})"
+        fail(f"a node is already running for {where}{hint}")
     if detach:
         _start_detached(settings, http)
         return
