@@ -53,7 +53,7 @@ class UntrustedTailError(EventloomError):
         super().__init__(
             f"session {session}: its newest event (seq {seq}) is not signed by a trusted "
             f"key ({reason}); trust the signer's public key (`eventloom keys trust`) or, if it is a forgery, "
-            "remove it (`eventloom quarantine clear`), then append again"
+            "clear it once reviewed (`eventloom quarantine clear`: appends step over it), then append again"
         )
         self.session = session
         self.seq = seq

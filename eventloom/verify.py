@@ -58,7 +58,7 @@ class _ChainWalk:
 
     A ledger line that is not a valid event breaks the ledger. A stream message that is not one (bytes
     published past the appender, a foreign signature) is quarantined instead: the appender and every
-    consumer step over it, so the walk does too, and `eventloom quarantine clear` deletes it.
+    consumer step over it, so the walk does too, and `eventloom quarantine clear` records it as reviewed.
     """
 
     tip: ChainTip = GENESIS
