@@ -401,6 +401,9 @@ def test_consumer_rm_removes_a_left_over_consumer_and_refuses_live_ones(node: Se
     listed = {row["name"]: row for row in json.loads(run_cli(node, "consumer", "list", "--json").stdout)}
     assert listed["producer-old-linker"]["node_role"] is None
     assert listed["projector-graph"]["node_role"] == "projector:graph"
+    table = run_cli(node, "consumer", "list").stderr  # piped: the table is never cut at 80 columns
+    assert any("projector-graph" in line and "projector:graph" in line for line in table.splitlines())
+    assert "…" not in table
 
     unconfirmed = run_cli(node, "consumer", "rm", "producer-old-linker")  # stdin is not a terminal
     assert unconfirmed.returncode == 2 and "--yes" in unconfirmed.stderr
