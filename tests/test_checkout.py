@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 from eventloom.log import EventLog
 from readmodels.checkout.assemble import assemble_context, checkout_from
 from readmodels.checkout.budget import estimate_tokens
-from readmodels.checkout.model import CheckoutRequest
+from readmodels.checkout.model import MIN_TOKEN_BUDGET, CheckoutRequest
 from readmodels.checkout.session import after_turn, handoff_bundle
 from readmodels.graph.ladybug import LadybugGraphStore
 from readmodels.query.local import LocalMemory
 from readmodels.retrieval.fusion import Contribution
-from readmodels.retrieval.model import Citation, Explanation, Hit, InferredLink, Query, QueryResult
+from readmodels.retrieval.model import Citation, Explanation, Hit, InferredLink, Query, QueryResult, TaskState
 from readmodels.retrieval.retriever import Retriever
 from tests.retrieval_support import (
     StoryModels,
@@ -225,6 +225,9 @@ async def test_the_event_that_asserted_an_invalidated_fact_is_not_quoted_and_the
         assert "## No longer true" in checkout.prompt and "stopped holding at" in checkout.prompt
         assert any("never state it as current" in line for line in checkout.guidance)
 
+        unrelated = await retriever.query(Query(text="what happens on Monday?"))
+        assert unrelated.invalidated == []  # the question does not name the flag: no room taken by it
+
         before = await assemble_context(retriever, CheckoutRequest(text="feature flag X beta", as_of=ts(2)))
         assert [f.entity for f in before.facts] == ["flag-x"] and not before.no_longer_true
 
@@ -276,6 +279,25 @@ async def test_what_is_left_to_do_answers_with_the_open_tasks_their_owner_and_bl
         assert {t.task for t in unrelated.work} == hit_tasks  # no work cue: only the tasks it reached
         before_claim = await retriever.query(Query(text="open tasks", session="w", as_of=ts(2)))
         assert {(t.task, t.status) for t in before_claim.work} == {("T1", "open"), ("T2", "open")}
+
+
+def test_a_task_shows_once_as_its_work_state_and_a_budget_too_small_is_not_nothing() -> None:
+    task = msgspec.structs.replace(hit("T2", "Backfill old sessions", seqs=(3,)), type="task")
+    event = hit("event:s/3", "task T2 claimed by bob", kind="event", seqs=(3,))
+    state = TaskState(
+        task="T2", session="s", title="Backfill old sessions", status="claimed", assignee="bob",
+        blocked_by=["T1"], since="2026-11-20T10:00:00.000000Z", citation=cited(3),
+    )  # fmt: skip
+    result = msgspec.structs.replace(result_of(event, task), work=[state])
+    checkout = checkout_from(result, CheckoutRequest(text="backfill"))
+    assert [w.task for w in checkout.work] == ["T2"] and checkout.facts == []
+    assert checkout.prompt.count("Backfill old sessions") == 1
+
+    long = [hit(f"e{i}", "words " * 400, kind="event", seqs=(10 + i,)) for i in range(3)]
+    tight = checkout_from(result_of(*long), CheckoutRequest(text="q", token_budget=MIN_TOKEN_BUDGET))
+    assert tight.snippets == [] and tight.diagnostics.left_out_for_budget == 3
+    assert not tight.answerability.ask_user and tight.answerability.refresh_recommended
+    assert "did not fit the token budget" in tight.answerability.reasons[0]
 
 
 async def test_as_of_checkout_shows_the_fact_as_it_was(story: StoryModels) -> None:

@@ -371,7 +371,7 @@ async def test_work_state_and_invalidation_reads_agree_with_ladybug(
                 ts=flag_event.ts, kind="event", text="Feature flag X",
             )  # fmt: skip
             found = [Candidate(key="event:s/1", score=1.0, doc=doc)]
-            gone = await no_longer_holding(store, found, set(), None)
+            gone = await no_longer_holding(store, found, set(), None, {"event:s/1"})
             answers.append((sorted((t.task, t.status, t.assignee, tuple(t.blocked_by)) for t in work), gone))
     ladybug_answer, neo4j_answer = answers
     assert ladybug_answer == neo4j_answer

@@ -31,16 +31,20 @@ def answerability_of(
     placed: list[Hit],
     inferred: list[InferredContext],
     tasks: int = 0,
+    left_out: int = 0,
 ) -> Answerability:
     """Whether the checkout can answer, from what made it into the prompt (`placed` hits, `inferred`
-    context, `tasks` of the work state)."""
+    context, `tasks` of the work state); items `left_out` for the budget are not nothing."""
     reasons: list[str] = []
     grounded = [hit for hit in placed if "exact" in hit.explanation.lanes or len(hit.explanation.lanes) >= 2]
     misattributed = _misattributed(request.text, result.hits)
     refresh = False
     if tasks:
         reasons.append(f"{tasks} task(s) from the work state the graph keeps")
-    if not placed and not tasks:
+    if not placed and not tasks and left_out:
+        reasons.append(f"{left_out} item(s) were found but did not fit the token budget")
+        refresh = True
+    elif not placed and not tasks:
         reasons.append(
             "nothing in memory matches the question" + (" (only inferred context)" if inferred else "")
         )
@@ -61,7 +65,7 @@ def answerability_of(
     return Answerability(
         answer_from_memory=(bool(grounded) or tasks > 0) and not misattributed,
         refresh_recommended=refresh,
-        ask_user=not placed and not tasks,
+        ask_user=not placed and not tasks and not left_out,
         reasons=reasons,
     )
 

@@ -37,7 +37,7 @@ from readmodels.retrieval.model import (
     TaskState,
 )
 from readmodels.retrieval.protocol import Memory
-from readmodels.retrieval.work import TASK_TYPE
+from readmodels.retrieval.work import TASK_TYPE, work_intent
 
 MAX_ITEM_TOKENS: Final = 160
 MAX_QUESTION_TOKENS: Final = 80
@@ -97,7 +97,9 @@ def checkout_from(result: QueryResult, request: CheckoutRequest) -> MemoryChecko
     superseded = result.excluded_not_current + sum(
         h.superseded_versions for h in placed.hits if h.kind == "entity" and h.type != TASK_TYPE
     )  # a task's earlier versions are its status steps, shown as its work state, not left out
-    answerability = answerability_of(result, request, placed.hits, placed.inferred, len(placed.work))
+    answerability = answerability_of(
+        result, request, placed.hits, placed.inferred, len(placed.work), builder.left_out
+    )
     guidance = _guidance(request, answerability, placed.sections(), superseded, builder.left_out)
     builder.header += _guidance_lines(guidance)  # fits: its longest form was reserved
     builder.reserve = 0
@@ -133,27 +135,35 @@ def checkout_from(result: QueryResult, request: CheckoutRequest) -> MemoryChecko
 
 def _place(builder: PromptBuilder, result: QueryResult, request: CheckoutRequest) -> _Placed:
     """Items go in best-ranked first, each into its section, while the budget lasts: a small budget keeps
-    the most relevant items, whatever their section. What no longer holds goes first: it keeps an answer
-    from stating it. Inferred context comes last (it is never authoritative)."""
+    the most relevant items, whatever their section. A task shows as its work state (first, when the
+    question asks about work); what the question reached that no longer holds comes after the hits, and
+    inferred context last (it is never authoritative)."""
     placer = _Placer(builder, request)
-    for invalidation in result.invalidated:
-        placer.no_longer_true(invalidation)
-    for task in result.work:  # the tasks among the hits, or the open ones of a question about work
-        placer.work(task)
-    shown_as_work = {(task.session, task.task) for task in result.work}
+    work_of = {(task.session, task.task): task for task in result.work}
+    if work_intent(request.text):
+        for task in result.work:
+            placer.work(task)
+
+    def entity(hit: Hit) -> None:
+        task = work_of.get((hit.session, hit.entity)) if hit.type == TASK_TYPE else None
+        if task is not None:
+            placer.work(task)
+        elif _is_fact(hit):
+            placer.fact(hit)
+        # else: reached only through an inferred edge, or nothing asserted about it: not a fact
+
     fact_of_event = {cited.uri: hit for hit in result.hits if _is_fact(hit) for cited in hit.citations}
     for hit in result.hits:
-        if hit.kind == "entity":
-            as_work = hit.type == TASK_TYPE and (hit.session, hit.entity) in shown_as_work
-            if _is_fact(hit) and not as_work:
-                placer.fact(hit)
-            continue  # reached only through an inferred edge, or nothing asserted about it: not a fact
         covering = [fact_of_event[c.uri] for c in hit.citations if c.uri in fact_of_event]
-        if hit.kind == "event" and covering and len(covering) == len(hit.citations):
+        if hit.kind == "entity":
+            entity(hit)
+        elif hit.kind == "event" and covering and len(covering) == len(hit.citations):
             for fact in covering:  # the event asserted facts: they say it, current, in fewer words
-                placer.fact(fact)
+                entity(fact)
         else:
             placer.snippet(hit)
+    for invalidation in result.invalidated:
+        placer.no_longer_true(invalidation)
     for hit in result.hits:
         if hit.inferred is not None:
             placer.inferred(hit, hit.inferred)
@@ -174,9 +184,8 @@ class _Placer:
         self._seen: set[str] = set()
 
     def fact(self, hit: Hit) -> None:
-        if hit.key in self._seen:
+        if self._again(hit.key):
             return
-        self._seen.add(hit.key)
         line = f"- {hit.entity} ({hit.type}): {_flat(hit.summary)} ({_window(hit)}) "
         numbers = self.builder.try_add(self._facts, line.__add__, hit.citations)
         if numbers is not None:
@@ -198,12 +207,20 @@ class _Placer:
             self.placed.no_longer_true.append(_no_longer_true(invalidation, text, numbers))
 
     def work(self, task: TaskState) -> None:
+        if self._again(f"task:{task.session}/{task.task}"):
+            return
         state = f"claimed by {task.assignee}" if task.status == "claimed" and task.assignee else task.status
         blocked = f"; blocked by {', '.join(task.blocked_by)}" if task.blocked_by else ""
         line = f"- {task.task}: {_flat(task.title)} [{state}{blocked}] (since {task.since}) "
         numbers = self.builder.try_add(self._work, line.__add__, [task.citation])
         if numbers is not None:
             self.placed.work.append(_work_item(task, numbers))
+
+    def _again(self, key: str) -> bool:
+        """Whether the item `key` was offered already (each is offered once, placed or not)."""
+        seen = key in self._seen
+        self._seen.add(key)
+        return seen
 
     def inferred(self, hit: Hit, link: InferredLink) -> None:
         item = _inferred_item(self.builder, self._inferred, hit, link)

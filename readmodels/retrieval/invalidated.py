@@ -3,8 +3,10 @@
 An entity with no version holding at the asked time is left out of the answer (`resolve`). The event that
 asserted it would still be found by the keyword and vector lanes, and quoted as if it held. So an event
 (or a source span it carries) whose every asserted entity no longer holds then is left out the same way,
-and counted; and the invalidations that closed the entities the question reached are returned, cited, so
-that an answer can say "this stopped holding at T" instead of saying nothing.
+and counted; and the invalidations that closed the entities the question names are returned, cited, so
+that an answer can say "this stopped holding at T" instead of saying nothing. "Names" means found by a
+lane that matches words (`relevant`): a vector lane finds something for any question, and an unrelated
+invalidation would only take room in a prompt.
 """
 
 from __future__ import annotations
@@ -32,10 +34,15 @@ class NoLongerHolding(msgspec.Struct, frozen=True, kw_only=True):
 
 
 async def no_longer_holding(
-    graph: GraphReads, candidates: Iterable[Candidate], excluded_entities: set[str], as_of: str | None
+    graph: GraphReads,
+    candidates: Iterable[Candidate],
+    excluded_entities: set[str],
+    as_of: str | None,
+    relevant: set[str],
 ) -> NoLongerHolding:
     """The event and source candidates to leave out at `as_of`, and the invalidations behind them and
-    behind `excluded_entities` (entity candidate keys that hold no version then)."""
+    behind `excluded_entities` (entity candidate keys that hold no version then), for the candidates among
+    `relevant` (keys found by a lane that matches words)."""
     by_event: dict[str, set[str]] = {}
     for candidate in candidates:
         doc = candidate.doc
@@ -46,10 +53,13 @@ async def no_longer_holding(
     probes = [Candidate(key=ENTITY_PREFIX + key, score=0.0) for key in sorted(keys)]
     _, gone = await resolve_entities(graph, probes, as_of) if probes else ({}, set())
     stale: set[str] = set()
+    named = {key for key in excluded_entities if key in relevant}
     for uid, found in asserted.items():
         if all(ENTITY_PREFIX + key in gone for key in found):
             stale |= by_event[uid]
-    closed = {key.removeprefix(ENTITY_PREFIX) for key in gone | excluded_entities}
+            if by_event[uid] & relevant:
+                named |= {ENTITY_PREFIX + key for key in found}
+    closed = {key.removeprefix(ENTITY_PREFIX) for key in named}
     rows = await graph.read(invalidations_of(sorted(closed))) if closed else []
     return NoLongerHolding(candidates=stale, invalidations=_latest_per_entity(rows, as_of))
 

@@ -62,6 +62,8 @@ from readmodels.retrieval.work import TASK_TYPE, work_intent, work_state
 
 T = TypeVar("T")
 MIN_POOL: Final = 50
+WORD_LANES: Final = ("exact", "keyword", "verbatim")
+"""The lanes that find a candidate by the question's words (the vector lane finds something for any)."""
 LANE_TIMEOUT_S: Final = 5.0
 
 
@@ -290,7 +292,8 @@ class Retriever:
         if models.graph is None:
             return nothing
         candidates = [c for outcome in outcomes.values() for c in outcome.candidates]
-        work = no_longer_holding(models.graph, candidates, excluded, as_of)
+        relevant = {c.key for lane in WORD_LANES if lane in outcomes for c in outcomes[lane].candidates}
+        work = no_longer_holding(models.graph, candidates, excluded, as_of, relevant)
         return await self._guarded(work, "events of invalidated facts not checked", warnings, nothing)
 
     async def _work(
