@@ -150,9 +150,10 @@ def test_bad_input_names_the_field_exits_non_zero_and_writes_nothing(
 def test_a_bad_line_rejects_the_whole_import(node: Settings, tmp_path: Path) -> None:
     source = tmp_path / "events.jsonl"
     good = json.dumps({"session": "s", "type": "note.added", "actor": "a", "payload": {}})
-    source.write_text("\n".join([good, good, json.dumps({"session": "s", "type": "x", "actor": "a"})]))
+    bad = json.dumps({"session": "s", "type": "x", "actor": "a"})
+    source.write_text("\n".join([good, "", good, bad]))  # a blank line is skipped, and still counted
     result = run_cli(node, "append", "--from", str(source))
-    assert result.returncode == 2 and "line 3" in result.stderr and "type" in result.stderr
+    assert result.returncode == 2 and f"{source}:4: " in result.stderr and "type" in result.stderr
     assert json.loads(run_cli(node, "status", "--json").stdout)["stream"]["messages"] == 0
 
 

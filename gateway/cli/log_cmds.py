@@ -62,7 +62,9 @@ def append(
     if from_file is not None:
         if expected_seq is not None:
             fail("--expected-seq: with --from, give expected_seq on the file's lines", EXIT_INVALID)
-        requests = _read_import(from_file)
+        numbered = _read_import(from_file)
+        places = [f"{from_file}:{number}: " for number, _ in numbered]
+        requests = [request for _, request in numbered]
     else:
         missing = [
             name for name, value in (("session", session), ("type", type), ("actor", actor)) if not value
@@ -83,9 +85,10 @@ def append(
                 expected_seq=expected_seq,
             )
         ]
+        places = [""]
     principal = os_principal()  # who ran the command: recorded in each event's envelope
     requests = [msgspec.structs.replace(request, principal=principal) for request in requests]
-    _validate_all(requests)
+    _validate_all(requests, places)
     run(_append(settings, requests))
 
 
@@ -96,7 +99,8 @@ def _parse_payload(text: str) -> dict[str, Any]:
         fail(f"invalid input: {exc}", EXIT_INVALID)
 
 
-def _read_import(path: Path) -> list[AppendRequest]:
+def _read_import(path: Path) -> list[tuple[int, AppendRequest]]:
+    """The file's requests, each with its line number."""
     requests = []
     try:
         lines = path.read_bytes().splitlines()
@@ -109,17 +113,16 @@ def _read_import(path: Path) -> list[AppendRequest]:
             line = decode_json_input(raw, "line", _ImportLine)
         except EventValidationError as exc:
             fail(f"invalid input: {path}:{number}: {exc}", EXIT_INVALID)
-        requests.append(AppendRequest(**msgspec.structs.asdict(line)))
+        requests.append((number, AppendRequest(**msgspec.structs.asdict(line))))
     return requests
 
 
-def _validate_all(requests: list[AppendRequest]) -> None:
-    """Reject the whole import before anything is written if any line is bad."""
-    for number, request in enumerate(requests, start=1):
+def _validate_all(requests: list[AppendRequest], places: list[str]) -> None:
+    """Reject the whole import before anything is written if any line is bad (`places`: where each is)."""
+    for request, where in zip(requests, places, strict=True):
         try:
             request.validated()
         except EventValidationError as exc:
-            where = f"line {number}: " if len(requests) > 1 else ""
             fail(f"invalid input: {where}{exc}", EXIT_INVALID)
 
 
