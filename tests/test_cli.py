@@ -440,9 +440,29 @@ def test_small_things_a_new_user_hit(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path / "no-node")
     refused = run_cli(settings, "rebuild", "nosuch")
     assert refused.returncode == 2
-    assert "no projector named 'nosuch': installed are graph, inferred, keyword, vector" in refused.stderr
+    assert "no projector named 'nosuch': installed are graph, inferred, keyword" in refused.stderr
     assert "rebuilding" not in refused.stderr and "no Eventloom node" not in refused.stderr
+    bad_sync = run_cli(settings, "up", "--sync", "bogus")
+    assert (
+        bad_sync.returncode == 2
+        and "--sync: must be" in bad_sync.stderr
+        and "Traceback" not in bad_sync.stderr
+    )
+    no_ledger = run_cli(settings, "verify", "--ledger-only", str(tmp_path / "nowhere"))
+    assert no_ledger.returncode == 2 and "is not a directory" in no_ledger.stderr
+    assert "env: EVENTLOOM_DATA_DIR" in run_cli(settings, "--help").stdout  # not eaten as markup
     for command in (["status"], ["memory", "query"], ["consumer", "rm"], ["up"]):
         shown = run_cli(settings, *command, "--help")
         assert shown.returncode == 0 and "--help" in shown.stdout
         assert "<bool>" not in shown.stdout, command
+
+
+def test_the_demo_never_empties_a_data_dir_holding_other_memory(tmp_path: Path) -> None:
+    """`eventloom demo` starts fresh, but only over a demo's own data: not over a user's ./.eventloom."""
+    settings = Settings(data_dir=tmp_path / "mine")
+    ledger = settings.ledger_dir
+    ledger.mkdir(parents=True)
+    (ledger / "my-project.jsonl").write_text("{}\n")
+    refused = run_cli(settings, "demo")
+    assert refused.returncode == 2 and "my-project" in refused.stderr and "--keep" in refused.stderr
+    assert (ledger / "my-project.jsonl").exists()

@@ -58,7 +58,7 @@ def _global_options(
     ctx: typer.Context,
     data_dir: Annotated[
         Path | None,
-        typer.Option(DATA_DIR_OPTION, help="Data directory [env: EVENTLOOM_DATA_DIR; default: ./.eventloom]"),
+        typer.Option(DATA_DIR_OPTION, help="Data directory (env: EVENTLOOM_DATA_DIR; default: ./.eventloom)"),
     ] = None,
 ) -> None:
     ctx.obj = make_settings(data_dir)

@@ -14,8 +14,10 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from eventloom.ledger.files import ledger_sessions
+from eventloom.runtime import read_runtime
 from eventloom.settings import Settings
-from gateway.cli.common import EXIT_FAILED, console, run, settings_of
+from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, run, settings_of
 from gateway.mcp.client import stdio_server, tool_caller
 from gateway.mcp.stdio import node_url
 from gateway.story import CHAT, WORK, Told, tell
@@ -34,9 +36,26 @@ def demo(
 ) -> None:
     settings = settings_of(ctx)
     if not keep:
-        shutil.rmtree(settings.data_dir, ignore_errors=True)
+        _start_fresh(settings)
     if not run(_demo(settings)):
         raise typer.Exit(EXIT_FAILED)
+
+
+def _start_fresh(settings: Settings) -> None:
+    """Empty the data dir for a new demo, but only when what it holds is a demo's: anything else is
+    someone's memory."""
+    data_dir = settings.data_dir
+    if read_runtime(settings.runtime_file) is not None:
+        fail(f"a node is running on {data_dir}: stop it (`eventloom down`) or give the demo its own dir")
+    others = sorted(set(ledger_sessions(settings.ledger_dir)) - {WORK, CHAT, settings.audit_session})
+    if others:
+        fail(
+            f"{data_dir} holds sessions the demo did not write ({', '.join(others[:3])}), and the demo "
+            "starts fresh: give it a directory of its own (`eventloom --data-dir .eventloom-demo demo`, as "
+            "`make demo` does) or pass --keep",
+            EXIT_INVALID,
+        )
+    shutil.rmtree(data_dir, ignore_errors=True)
 
 
 async def _demo(settings: Settings) -> bool:

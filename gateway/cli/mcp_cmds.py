@@ -72,12 +72,12 @@ def gateway_http(
     ctx: typer.Context,
     listen: ListenOption = DEFAULT_LISTEN,
     tokens: Annotated[
-        str | None, typer.Option("--tokens", help="The tokens file [default: <data>/tokens.json]")
+        str | None, typer.Option("--tokens", help="The tokens file (default: <data>/tokens.json)")
     ] = None,
     rate: Annotated[
         float | None,
         typer.Option(
-            "--rate", help="Calls per second per token, bursts of 2x [env: EVENTLOOM_GATEWAY_RATE; 50]"
+            "--rate", help="Calls per second per token, bursts of 2x (env: EVENTLOOM_GATEWAY_RATE; 50)"
         ),
     ] = None,
 ) -> None:

@@ -20,7 +20,16 @@ from eventloom.errors import EventloomError
 from eventloom.ledger.files import ledger_path, ledger_sessions, read_incidents, read_tip
 from eventloom.runtime import RoleState, read_runtime, resolve_nats_url
 from eventloom.settings import Settings
-from gateway.cli.common import EXIT_FAILED, console, fail, print_failing, print_json, run, settings_of
+from gateway.cli.common import (
+    EXIT_FAILED,
+    EXIT_INVALID,
+    console,
+    fail,
+    print_failing,
+    print_json,
+    run,
+    settings_of,
+)
 from gateway.cli.mcp_cmds import parse_listen
 from gateway.node import Node
 from gateway.node_process import NodeProcess
@@ -54,7 +63,10 @@ def up(
     settings = settings_of(ctx)
     listen = parse_listen(http) if http is not None else None
     if sync is not None:
-        settings = Settings(**{**settings.__dict__, "sync": sync})
+        try:
+            settings = Settings(**{**settings.__dict__, "sync": sync})
+        except ValueError as exc:
+            fail(f"--{exc}", EXIT_INVALID)
     running = read_runtime(settings.runtime_file)
     # A file left by an unclean stop can name our own pid (PID 1 again in a restarted container).
     if running is not None and running.pid != os.getpid():

@@ -47,6 +47,8 @@ def verify(
     settings = settings_of(ctx)
     trusted = load_keyring(settings, keyring)
     if ledger_only is not None:
+        if not ledger_only.is_dir():
+            fail(f"--ledger-only: {ledger_only} is not a directory", EXIT_INVALID)
         sessions = verify_ledger_dir(ledger_only, trusted, session)
         report = VerifyReport(
             ok=all(s.ok for s in sessions),
