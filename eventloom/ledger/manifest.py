@@ -5,7 +5,7 @@ still there: cut the last lines, or delete the file, and what remains verifies. 
 `<ledger>/MANIFEST.json`, written after the lines it names are fsynced (so it never claims more than the
 files hold) and at least once a second while events arrive. A verifier holding only the files and the
 public keys then finds a lost tail (the file ends before the manifest's seq, or holds another event there)
-and a lost session (the manifest names a file that is gone). Format: docs/eventloom-format.md, section 7.
+and a lost session (the manifest names a file that is gone). Format: docs/eventloom-format.md, section 6.
 """
 
 from __future__ import annotations
