@@ -15,7 +15,7 @@ from nacl.bindings import crypto_sign, crypto_sign_open, crypto_sign_seed_keypai
 from nacl.exceptions import BadSignatureError
 from nacl.signing import SigningKey
 
-from eventloom.errors import SignatureError, UnknownKeyError
+from eventloom.errors import EventloomError, SignatureError, UnknownKeyError
 
 
 def b64url(data: bytes) -> str:
@@ -120,7 +120,15 @@ class KeyStore:
         if not self.active_path.exists():
             return self.new_key(comment="generated on first use")
         key_id = self.active_path.read_text().strip()
-        seed = (self.private_dir / f"{key_id}.key").read_bytes()
+        seed_path = self.private_dir / f"{key_id}.key"
+        try:
+            seed = seed_path.read_bytes()
+        except FileNotFoundError:
+            raise EventloomError(
+                f"{self.active_path} names key {key_id}, but {seed_path} is missing: restore it from your "
+                "backup, or make a new key (`eventloom keys new`; events signed by the old one still verify "
+                "while its public key stays in the keyring)"
+            ) from None
         return Signer(SigningKey(bytes.fromhex(seed.decode().strip())))
 
     def new_key(self, comment: str = "") -> Signer:

@@ -36,6 +36,10 @@ class Generations:
             self._point_at(first)
         return self.current_link.resolve()
 
+    def live(self) -> Path | None:
+        """The live generation's directory, if there is one yet (a reader: nothing is created)."""
+        return self.current_link.resolve() if self.current_link.exists() else None
+
     def current_number(self) -> int:
         match = _GENERATION.match(self.current().name)
         return int(match.group(1)) if match else 1

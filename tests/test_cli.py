@@ -17,6 +17,7 @@ import pytest
 from nats.js.api import AckPolicy, ConsumerConfig
 
 from eventloom.event import os_principal
+from eventloom.keys import KeyStore
 from eventloom.log import EventLog
 from eventloom.runtime import read_runtime
 from eventloom.settings import Settings
@@ -412,6 +413,8 @@ def test_consumer_rm_removes_a_left_over_consumer_and_refuses_live_ones(node: Se
         refused = run_cli(node, "consumer", "rm", live, "--yes")
         assert refused.returncode == 2, refused.stderr
     assert run_cli(node, "consumer", "rm", "no-such-consumer", "--yes").returncode == 1
+    applying = run_cli(node, "schema-apply")  # the node holds the embedded graph: a clear refusal
+    assert applying.returncode == 2 and "eventloom down" in applying.stderr
 
     removed = run_cli(node, "consumer", "rm", "producer-old-linker", "--yes")
     assert removed.returncode == 0, removed.stderr
@@ -451,6 +454,9 @@ def test_small_things_a_new_user_hit(tmp_path: Path) -> None:
     no_ledger = run_cli(settings, "verify", "--ledger-only", str(tmp_path / "nowhere"))
     assert no_ledger.returncode == 2 and "is not a directory" in no_ledger.stderr
     assert "env: EVENTLOOM_DATA_DIR" in run_cli(settings, "--help").stdout  # not eaten as markup
+    nothing_yet = run_cli(settings, "memory", "inferred-status")
+    assert nothing_yet.returncode == 1 and "no inferred-edge read model yet" in nothing_yet.stderr
+    assert not settings.data_dir.exists()  # a failed read leaves no directory behind
     for command in (["status"], ["memory", "query"], ["consumer", "rm"], ["up"]):
         shown = run_cli(settings, *command, "--help")
         assert shown.returncode == 0 and "--help" in shown.stdout
@@ -466,3 +472,14 @@ def test_the_demo_never_empties_a_data_dir_holding_other_memory(tmp_path: Path) 
     refused = run_cli(settings, "demo")
     assert refused.returncode == 2 and "my-project" in refused.stderr and "--keep" in refused.stderr
     assert (ledger / "my-project.jsonl").exists()
+
+
+def test_a_missing_private_key_is_a_clear_error(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data")
+    keys = KeyStore(settings.data_dir)
+    signer = keys.active_signer()
+    (keys.private_dir / f"{signer.key_id}.key").unlink()  # a restore that forgot the private key
+    started = run_cli(settings, "up")
+    assert started.returncode == 1 and "is missing" in started.stderr
+    assert "eventloom keys new" in started.stderr
+    assert "Traceback" not in started.stderr

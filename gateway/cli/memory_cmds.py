@@ -177,14 +177,16 @@ def _stats(stats: Stats) -> str:
 
 async def _status(settings: Settings, session: str | None) -> InferredStatus:
     database = live_database(settings.data_dir / "readmodels" / "inferred")
-    if not database.exists():
+    if database is None or not database.exists():
         hint = "start the node (`eventloom up`) or `eventloom projector run inferred`"
         fail(f"no inferred-edge read model yet: {hint}", EXIT_FAILED)
     async with SqliteInferredStore(database, read_only=True) as store:  # the node keeps writing it
         return await store.status(session)
 
 
-NameArgument = Annotated[str, typer.Argument(help="The entity's name, exactly as the graph has it")]
+NameArgument = Annotated[
+    str, typer.Argument(help="The entity's name, or a part of it (case does not matter)")
+]
 CausalSessionOption = Annotated[str, typer.Option("--session", help="The session the entity is in")]
 TypeOption = Annotated[
     str | None, typer.Option("--type", help="Start only from an entity of this type (e.g. cause, outcome)")

@@ -8,8 +8,9 @@ from typing import Annotated
 
 import typer
 
+from eventloom.runtime import read_runtime
 from eventloom.settings import Settings
-from gateway.cli.common import EXIT_FAILED, console, fail, print_json, run, settings_of
+from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, print_json, run, settings_of
 from projectors.graph.plugin import DATABASE
 from readmodels.generations import Generations
 from readmodels.graph import ladybug_schema, neo4j_schema
@@ -81,6 +82,13 @@ def schema_apply_command(
 ) -> None:
     settings = settings_of(ctx)
     chosen = backend_of(settings, backend)
+    running = read_runtime(settings.runtime_file)
+    if chosen is Backend.ladybug and running is not None:
+        fail(
+            f"the node on {settings.data_dir} (pid {running.pid}) holds the embedded graph open, and applies "
+            "missing migrations itself when it opens it: stop it first (`eventloom down`)",
+            EXIT_INVALID,
+        )
     try:
         applied = run(_apply(settings, chosen))
     except GraphStoreError as exc:

@@ -14,9 +14,10 @@ from readmodels.inferred.sqlite_store import SqliteInferredStore
 DATABASE = "inferred.sqlite"
 
 
-def live_database(state_dir: Path) -> Path:
-    """The live generation's database (what `eventloom memory inferred-status` reads)."""
-    return Generations(state_dir).current() / DATABASE
+def live_database(state_dir: Path) -> Path | None:
+    """The live generation's database (what `eventloom memory inferred-status` reads), if there is one."""
+    live = Generations(state_dir).live()
+    return live / DATABASE if live is not None else None
 
 
 def inferred_projector(context: PluginContext) -> GenerationalProjector[SqliteInferredStore, EventChanges]:
