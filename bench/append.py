@@ -43,13 +43,13 @@ import nats.js.errors
 from common import CpuMeter, console, machine, progress_bar, server_binary_version
 from nats.js.api import StorageType, StreamConfig
 
-from eventloom.appender import AppendRequest
 from eventloom.bus.auth import NatsCredentials
 from eventloom.bus.connection import credentials_of
 from eventloom.event import ENVELOPE_VERSION, Event, encode_event, utc_timestamp
 from eventloom.ledger.files import ledger_path
 from eventloom.ledger.mirror import MIRROR_CONSUMER
 from eventloom.log import EventLog
+from eventloom.request import AppendRequest
 from eventloom.runtime import RuntimeInfo
 from eventloom.settings import Settings
 from gateway.node_process import NodeProcess

@@ -12,7 +12,7 @@ import itertools
 import random
 from typing import Any, Final
 
-from eventloom.appender import AppendRequest
+from eventloom.request import AppendRequest
 
 SYLLABLES: Final = [a + b for a in "bcdfghklmnprstvz" for b in ("a", "e", "i", "o", "u", "ai", "ou")]
 VOCABULARY: Final = 4000

@@ -31,7 +31,7 @@ from dataset_model import (
     session_id_for,
 )
 
-from eventloom.appender import AppendRequest
+from eventloom.request import AppendRequest
 from eventloom.validation import MAX_PAYLOAD_BYTES
 
 __all__ = [

@@ -18,8 +18,8 @@ from typing import Any
 
 import msgspec
 
-from eventloom.appender import AppendRequest
 from eventloom.log import EventLog
+from eventloom.request import AppendRequest
 from eventloom.settings import Settings
 
 CHUNK = 500

@@ -1,6 +1,6 @@
 """Eventloom core: the event envelope, signing, the JSONL ledger and the NATS JetStream log."""
 
-from eventloom.appender import Appender, AppendRequest
+from eventloom.appender import Appender
 from eventloom.errors import (
     ConcurrencyError,
     EventloomError,
@@ -13,6 +13,7 @@ from eventloom.errors import (
 )
 from eventloom.event import Event, citation, compute_hash, decode_event, encode_event
 from eventloom.log import EventLog
+from eventloom.request import AppendRequest
 from eventloom.schemas import register_event_type
 from eventloom.settings import Settings
 

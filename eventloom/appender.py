@@ -26,22 +26,15 @@ from eventloom.errors import (
     EventValidationError,
     WrongExpectedSeqError,
 )
-from eventloom.event import Event, encode_event, principal_problem
+from eventloom.event import Event, encode_event
 from eventloom.keys import KeyStore, Signer
+from eventloom.request import AppendRequest
 from eventloom.sealing import Sealer
 from eventloom.tail import MalformedMessageError, TailFinder, event_at, last_event
-from eventloom.validation import (
-    validate_actor,
-    validate_caused_by,
-    validate_payload_value,
-    validate_session,
-    validate_type,
-)
 
 IDEMPOTENCY_BUCKET: Final = "EVENTLOOM_IDEMPOTENCY"
 WRONG_LAST_SEQUENCE: Final = 10071
 MAX_BATCH: Final = 1000  # the server's limit for one atomic batch
-MAX_IDEMPOTENCY_KEY: Final = 256
 _TRANSIENT = (
     nats.errors.TimeoutError,
     nats.errors.ConnectionClosedError,
@@ -51,39 +44,6 @@ _TRANSIENT = (
     nats.js.errors.NoStreamResponseError,
     TimeoutError,
 )
-
-
-class AppendRequest(msgspec.Struct, frozen=True, kw_only=True):
-    """What a caller asks to append; the appender adds seq, ts, prev_hash, hash and signature."""
-
-    session: str
-    type: str
-    actor: str
-    payload: dict[str, Any] = msgspec.field(default_factory=dict)
-    caused_by: list[str] = msgspec.field(default_factory=list)
-    idempotency_key: str | None = None
-    expected_seq: int | None = None
-    """Append only if the session's newest event is this seq (0: only if the session is new)."""
-    principal: str | None = None
-    """Who was authenticated for this append (`token:<name>`, `os:<user>`); recorded in the envelope."""
-
-    def validated(self) -> AppendRequest:
-        validate_session(self.session)
-        validate_type(self.type)
-        validate_actor(self.actor)
-        validate_caused_by(self.caused_by)
-        validate_payload_value(self.type, self.payload)
-        key = self.idempotency_key
-        if key is not None and (not key or len(key) > MAX_IDEMPOTENCY_KEY or not key.isprintable()):
-            raise EventValidationError(
-                "idempotency_key", f"must be 1-{MAX_IDEMPOTENCY_KEY} printable characters"
-            )
-        if self.principal is not None and (problem := principal_problem(self.principal)) is not None:
-            raise EventValidationError("principal", problem)
-        expected = self.expected_seq
-        if expected is not None and (type(expected) is not int or expected < 0):
-            raise EventValidationError("expected_seq", "must be an integer >= 0 (0: the session must be new)")
-        return self
 
 
 @dataclass

@@ -8,12 +8,13 @@ from typing import Any
 
 from nats.aio.client import Client
 
-from eventloom.appender import Appender, AppendRequest
+from eventloom.appender import Appender
 from eventloom.bus.connection import connect, credentials_of
 from eventloom.bus.consumer import read_stream
 from eventloom.bus.stream import StreamLayout, ensure_stream
 from eventloom.event import Event, decode_event
 from eventloom.keys import KeyStore, Signer
+from eventloom.request import AppendRequest
 from eventloom.runtime import resolve_nats_url
 from eventloom.settings import Settings
 

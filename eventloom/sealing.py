@@ -11,7 +11,7 @@ from eventloom.event import ENVELOPE_VERSION, Event, canonical_bytes, utc_timest
 from eventloom.keys import Signer
 
 if TYPE_CHECKING:
-    from eventloom.appender import AppendRequest
+    from eventloom.request import AppendRequest
 
 # Below this many events, signing inline is cheaper than a hop to a worker thread.
 _THREAD_SIGNING_MIN = 32

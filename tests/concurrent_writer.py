@@ -6,8 +6,8 @@ import asyncio
 import sys
 from pathlib import Path
 
-from eventloom.appender import AppendRequest
 from eventloom.log import EventLog
+from eventloom.request import AppendRequest
 from eventloom.settings import Settings
 
 

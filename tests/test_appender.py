@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from eventloom.appender import AppendRequest
 from eventloom.chain import GENESIS, check_next
 from eventloom.errors import EventValidationError, WrongExpectedSeqError
 from eventloom.event import Event
 from eventloom.keys import KeyStore
 from eventloom.log import EventLog
+from eventloom.request import AppendRequest
 from eventloom.settings import Settings
 from eventloom.tail import event_by_seq
 

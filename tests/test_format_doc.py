@@ -26,11 +26,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from nacl.signing import SigningKey
 
-from eventloom.appender import AppendRequest
 from eventloom.chain import GENESIS, ChainTip, check_next
 from eventloom.event import Event, canonical_bytes, decode_event, encode_event
 from eventloom.keys import Keyring, KeyStore, Signer, TrustedKey, b64url
 from eventloom.ledger.manifest import MANIFEST_NAME, encode_manifest, sign_manifest
+from eventloom.request import AppendRequest
 from eventloom.sealing import Sealer
 from eventloom.validation import (
     validate_actor,

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from eventloom.appender import AppendRequest
 from eventloom.dlq import list_dead_letters
 from eventloom.errors import ReadModelBrokenError
 from eventloom.log import EventLog
+from eventloom.request import AppendRequest
 from eventloom.settings import Settings
 from projectors.graph.plugin import EmbeddedGraphProjector
 from projectors.plugins import load_projector

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from eventloom.appender import AppendRequest
 from eventloom.log import EventLog
+from eventloom.request import AppendRequest
 from eventloom.settings import Settings
 from projectors.generational import GenerationalProjector
 from projectors.inferred.extract import inferred_changes

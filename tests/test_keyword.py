@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from eventloom.appender import AppendRequest
 from eventloom.log import EventLog
+from eventloom.request import AppendRequest
 from eventloom.settings import Settings
 from projectors.documents import memory_docs
 from projectors.generational import GenerationalProjector

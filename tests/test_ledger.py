@@ -12,7 +12,6 @@ import msgspec
 import pytest
 from nacl.signing import SigningKey
 
-from eventloom.appender import AppendRequest
 from eventloom.dlq import list_dead_letters
 from eventloom.errors import UntrustedTailError
 from eventloom.event import Event, compute_hash, encode_event
@@ -20,6 +19,7 @@ from eventloom.keys import KeyStore, Signer
 from eventloom.ledger.files import ledger_path, read_incidents
 from eventloom.ledger.mirror import LedgerMirror
 from eventloom.log import EventLog
+from eventloom.request import AppendRequest
 from eventloom.settings import Settings
 from eventloom.verify import verify_everything, verify_ledger_dir, wait_for_mirror
 from tests.conftest import run_cli

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from eventloom.appender import AppendRequest
 from eventloom.log import EventLog
+from eventloom.request import AppendRequest
 from eventloom.settings import Settings
 from projectors.doc_projector import InPlaceDocProjector
 from projectors.plugins import load_projector

@@ -27,10 +27,10 @@ from typing import Any
 import nats.js.errors
 import pytest
 
-from eventloom.appender import AppendRequest
 from eventloom.dlq import list_dead_letters
 from eventloom.event import Event
 from eventloom.log import EventLog
+from eventloom.request import AppendRequest
 from eventloom.settings import Settings
 from projectors.emitter import ProducerProjection
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available, load_producer, load_projector

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from eventloom.appender import AppendRequest
 from eventloom.dlq import list_dead_letters, request_retry
 from eventloom.keys import KeyStore
 from eventloom.log import EventLog
+from eventloom.request import AppendRequest
 from eventloom.settings import Settings
 from projectors.emitter import ProducerProjection
 from projectors.partitions import parse_partitions

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eventloom.appender import AppendRequest
 from eventloom.errors import EventValidationError
 from eventloom.event import Event, compute_hash, decode_event, encode_event
 from eventloom.keys import KeyStore
 from eventloom.log import EventLog
+from eventloom.request import AppendRequest
 from eventloom.validation import validate_payload_value
 
 json_scalars = (

@@ -12,13 +12,13 @@ from dataclasses import replace
 import pytest
 from nacl.signing import SigningKey
 
-from eventloom.appender import AppendRequest
 from eventloom.dlq import list_dead_letters
 from eventloom.errors import UntrustedTailError
 from eventloom.event import Event, encode_event
 from eventloom.keys import KeyStore, Signer
 from eventloom.ledger.files import ledger_path
 from eventloom.log import EventLog
+from eventloom.request import AppendRequest
 from eventloom.sealing import Sealer
 from eventloom.settings import Settings
 from eventloom.verify import verify_everything

@@ -10,10 +10,10 @@ import msgspec
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from eventloom.appender import AppendRequest
 from eventloom.errors import EventValidationError
 from eventloom.event import Event, encode_event, os_principal
 from eventloom.log import EventLog
+from eventloom.request import AppendRequest
 from eventloom.settings import Settings
 from eventloom.validation import decode_json_input
 from gateway.cli.common import EXIT_INVALID, console, fail, print_json, run, settings_of

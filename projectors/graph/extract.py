@@ -15,13 +15,11 @@ from typing import Final
 import msgspec
 
 from eventloom.event import Event
-from projectors.graph import (
-    extract_activity,
-    extract_inference,
-    extract_memory,
-    extract_sources,
-    extract_work,
-)
+from projectors.graph.extract_activity import EXTRACTORS as ACTIVITY
+from projectors.graph.extract_inference import EXTRACTORS as INFERENCE
+from projectors.graph.extract_memory import EXTRACTORS as MEMORY
+from projectors.graph.extract_sources import EXTRACTORS as SOURCES
+from projectors.graph.extract_work import EXTRACTORS as WORK
 from projectors.graph.extraction import Extraction, Extractor, clip
 from readmodels.graph.identity import encode_json
 from readmodels.graph.model import EventProjection, InvalidGraphWrite
@@ -29,11 +27,11 @@ from readmodels.graph.model import EventProjection, InvalidGraphWrite
 GENERIC_ENTITY_TYPE: Final = "event"
 
 BUILTIN_EXTRACTORS: Final[dict[str, Extractor]] = {
-    **extract_work.EXTRACTORS,
-    **extract_activity.EXTRACTORS,
-    **extract_sources.EXTRACTORS,
-    **extract_memory.EXTRACTORS,
-    **extract_inference.EXTRACTORS,
+    **WORK,
+    **ACTIVITY,
+    **SOURCES,
+    **MEMORY,
+    **INFERENCE,
 }
 """The extractor of every built-in event type."""
 

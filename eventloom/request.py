@@ -1,0 +1,52 @@
+"""`AppendRequest`: what a caller asks to append, validated field by field before anything is written."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from eventloom.errors import EventValidationError
+from eventloom.event import principal_problem
+from eventloom.validation import (
+    validate_actor,
+    validate_caused_by,
+    validate_payload_value,
+    validate_session,
+    validate_type,
+)
+
+MAX_IDEMPOTENCY_KEY: Final = 256
+
+
+class AppendRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """What a caller asks to append; the appender adds seq, ts, prev_hash, hash and signature."""
+
+    session: str
+    type: str
+    actor: str
+    payload: dict[str, Any] = msgspec.field(default_factory=dict)
+    caused_by: list[str] = msgspec.field(default_factory=list)
+    idempotency_key: str | None = None
+    expected_seq: int | None = None
+    """Append only if the session's newest event is this seq (0: only if the session is new)."""
+    principal: str | None = None
+    """Who was authenticated for this append (`token:<name>`, `os:<user>`); recorded in the envelope."""
+
+    def validated(self) -> AppendRequest:
+        validate_session(self.session)
+        validate_type(self.type)
+        validate_actor(self.actor)
+        validate_caused_by(self.caused_by)
+        validate_payload_value(self.type, self.payload)
+        key = self.idempotency_key
+        if key is not None and (not key or len(key) > MAX_IDEMPOTENCY_KEY or not key.isprintable()):
+            raise EventValidationError(
+                "idempotency_key", f"must be 1-{MAX_IDEMPOTENCY_KEY} printable characters"
+            )
+        if self.principal is not None and (problem := principal_problem(self.principal)) is not None:
+            raise EventValidationError("principal", problem)
+        expected = self.expected_seq
+        if expected is not None and (type(expected) is not int or expected < 0):
+            raise EventValidationError("expected_seq", "must be an integer >= 0 (0: the session must be new)")
+        return self
