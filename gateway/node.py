@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 
 from eventloom.bus.auth import authorization_block, ensure_passwords
@@ -16,22 +18,54 @@ from eventloom.event import utc_timestamp
 from eventloom.keys import KeyStore
 from eventloom.ledger.mirror import LedgerMirror
 from eventloom.log import EventLog
-from eventloom.runtime import LOCK_NAME, NodeLock, RuntimeInfo, write_runtime
+from eventloom.runtime import LOCK_NAME, NodeLock, RuntimeInfo, read_runtime, write_runtime
 from eventloom.settings import Settings
-from gateway.mcp.http import HttpGateway, serve_http
 from gateway.memory_role import MEMORY_PROJECTORS, LiveReadModels
 from gateway.supervisor import Role, RoleSupervisor
 from gateway.workers import enabled_producers, enabled_projectors, producer_runner, run_projector
 from projectors.partitions import consumer_name
 from readmodels.query.service import serve_memory
 
+log = logging.getLogger(__name__)
+_NODE_START_S = 60.0
+
+
+GatewayRole = Callable[[str, asyncio.Event, Callable[[str], Awaitable[None]]], Awaitable[None]]
+"""Serves agents from the node's NATS URL until `stop`, and says at which URL once it listens (the MCP
+gateway over HTTP: `gateway.mcp.http.http_role`). The node runs it as a role and records the URL."""
+
+
+@contextlib.asynccontextmanager
+async def node_url(settings: Settings) -> AsyncIterator[str]:
+    """`EVENTLOOM_NATS_URL`, else the node running on this data dir, else a node started in this process
+    (embedded NATS and every role) that stops when the block ends."""
+    running = read_runtime(settings.runtime_file)
+    if settings.nats_url or running is not None:
+        yield settings.nats_url or running.nats_url  # type: ignore[union-attr]
+        return
+    node, stop = Node(settings), asyncio.Event()
+    task = asyncio.create_task(node.run(stop))
+    ready = asyncio.create_task(node.ready.wait())
+    await asyncio.wait({task, ready}, timeout=_NODE_START_S, return_when=asyncio.FIRST_COMPLETED)
+    ready.cancel()
+    if task.done():
+        task.result()  # raises what stopped the node
+    try:
+        if not node.ready.is_set() or node.url is None:
+            raise TimeoutError(f"the embedded node did not start within {_NODE_START_S:g}s")
+        log.info("started an embedded node at %s for this process", node.url)
+        yield node.url
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
+
 
 class Node:
     """Runs every role of a deployment in one process until `stop` is set."""
 
-    def __init__(self, settings: Settings, *, http: tuple[str, int] | None = None) -> None:
+    def __init__(self, settings: Settings, *, gateway: GatewayRole | None = None) -> None:
         self.settings = settings
-        self.http = http
+        self.gateway = gateway
         self.http_url: str | None = None
         self.embedded: EmbeddedNats | None = None
         self.url: str | None = settings.nats_url
@@ -73,8 +107,8 @@ class Node:
             event_log = await EventLog.open(settings, url=self.url)
             roles: dict[str, Role] = {"ledger-mirror": lambda: self.mirror.run(stop)}  # type: ignore[union-attr]
             roles.update(worker_roles(event_log, stop, supervisor=self.supervisor))
-            if self.http is not None:
-                roles["gateway-http"] = self._gateway_role(stop)
+            if self.gateway is not None:
+                roles["gateway-http"] = self._gateway_role(self.gateway, stop)
             self.roles = sorted(roles)
             await self._record_runtime()
             self.ready.set()
@@ -89,15 +123,14 @@ class Node:
             if self.embedded is not None:
                 await self.embedded.stop()
 
-    def _gateway_role(self, stop: asyncio.Event) -> Role:
-        assert self.http is not None
-        host, port = self.http
-
-        async def serving(gateway: HttpGateway) -> None:
-            self.http_url = gateway.url
+    def _gateway_role(self, gateway: GatewayRole, stop: asyncio.Event) -> Role:
+        async def serving(url: str) -> None:
+            self.http_url = url
             await self._record_runtime()
 
-        return lambda: serve_http(self.settings, self.url, host, port, stop, on_ready=serving)
+        assert self.url is not None
+        url = self.url
+        return lambda: gateway(url, stop, serving)
 
     async def _record_runtime(self) -> None:
         """Rewrite `<data>/runtime.json` from the node's state now; one write at a time, in call order."""

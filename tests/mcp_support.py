@@ -15,6 +15,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from eventloom.settings import Settings
 from gateway.mcp.client import ToolCall, ToolCallFailed, tool_caller
+from gateway.mcp.http import http_role
 from gateway.node import Node
 from gateway.story import CHAT, WORK, Told, tell
 
@@ -128,7 +129,7 @@ async def exercise_expected_seq(call: ToolCall) -> None:
 @contextlib.asynccontextmanager
 async def http_node(settings: Settings) -> AsyncIterator[Node]:
     """A whole node serving MCP over HTTP on a free loopback port (`node.http_url`)."""
-    node, stop = Node(settings, http=("127.0.0.1", 0)), asyncio.Event()
+    node, stop = Node(settings, gateway=http_role(settings, "127.0.0.1", 0)), asyncio.Event()
     task = asyncio.create_task(node.run(stop))
     try:
         await asyncio.wait_for(node.ready.wait(), 30)

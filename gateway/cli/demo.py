@@ -19,7 +19,7 @@ from eventloom.runtime import read_runtime
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, run, settings_of
 from gateway.mcp.client import stdio_server, tool_caller
-from gateway.mcp.stdio import node_url
+from gateway.node import node_url
 from gateway.story import CHAT, WORK, Told, tell
 
 

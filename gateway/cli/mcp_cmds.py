@@ -21,7 +21,7 @@ from gateway.cli.common import EXIT_INVALID, console, fail, print_json, run, set
 from gateway.mcp.http import HttpGateway, serve_http
 from gateway.mcp.stdio import run_stdio
 from gateway.mcp.tokens import Role, add_token, default_actors, read_tokens, revoke_token
-from gateway.node import worker_roles
+from gateway.node import node_url, worker_roles
 from gateway.supervisor import RoleSupervisor
 
 DEFAULT_LISTEN = "127.0.0.1:8787"
@@ -60,7 +60,12 @@ def mcp(ctx: typer.Context) -> None:
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
     )
-    run(run_stdio(settings_of(ctx)))
+    run(_stdio(settings_of(ctx)))
+
+
+async def _stdio(settings: Settings) -> None:
+    async with node_url(settings) as url:
+        await run_stdio(settings, url)
 
 
 @gateway_app.command(

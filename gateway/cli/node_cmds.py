@@ -31,6 +31,7 @@ from gateway.cli.common import (
     settings_of,
 )
 from gateway.cli.mcp_cmds import parse_listen
+from gateway.mcp.http import http_role
 from gateway.node import Node
 from gateway.node_process import NodeProcess
 from projectors.status import consumer_statuses
@@ -89,7 +90,7 @@ async def _run_node(settings: Settings, http: tuple[str, int] | None) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    node = Node(settings, http=http)
+    node = Node(settings, gateway=http_role(settings, *http) if http is not None else None)
     task = asyncio.create_task(node.run(stop))
     ready = asyncio.create_task(node.ready.wait())
     await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED)

@@ -230,6 +230,21 @@ class HttpGateway:
             self.socket.close()
 
 
+def http_role(
+    settings: Settings, host: str, port: int
+) -> Callable[[str, asyncio.Event, Callable[[str], Awaitable[None]]], Awaitable[None]]:
+    """The HTTP gateway as a node's role (`gateway.node.GatewayRole`): serve from the node's NATS URL, say
+    the MCP URL once listening."""
+
+    def role(url: str, stop: asyncio.Event, on_ready: Callable[[str], Awaitable[None]]) -> Awaitable[None]:
+        async def listening(gateway: HttpGateway) -> None:
+            await on_ready(gateway.url)
+
+        return serve_http(settings, url, host, port, stop, on_ready=listening)
+
+    return role
+
+
 async def serve_http(
     settings: Settings,
     url: str | None,
