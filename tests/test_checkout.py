@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eventloom.log import EventLog
+from gateway.agent_loop import after_turn, handoff_bundle
 from readmodels.checkout.assemble import assemble_context, checkout_from
 from readmodels.checkout.budget import estimate_tokens
 from readmodels.checkout.model import MIN_TOKEN_BUDGET, CheckoutRequest
-from readmodels.checkout.session import after_turn, handoff_bundle
 from readmodels.graph.ladybug import LadybugGraphStore
 from readmodels.query.local import LocalMemory
 from readmodels.retrieval.fusion import Contribution

@@ -8,11 +8,11 @@ import msgspec
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
+from gateway.agent_loop import DEFAULT_REPLAY, after_turn, handoff_bundle
 from gateway.mcp.arguments import AsOf, Name, Profile, Question, Session, SessionFilter, TokenBudget
 from gateway.mcp.backend import Backend
 from gateway.mcp.caller import current_caller
 from readmodels.checkout.model import DEFAULT_TOKEN_BUDGET, CheckoutRequest
-from readmodels.checkout.session import DEFAULT_REPLAY, after_turn, handoff_bundle
 
 
 def register_context_tools(server: MCPServer, backend: Backend) -> None:
