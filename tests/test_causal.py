@@ -17,12 +17,12 @@ from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.node import Node
 from projectors.producers.causal import CausalProducer
-from readmodels.graph.causal import CausalChain, CausalRequest, Direction, causal_chain
 from readmodels.graph.protocol import GraphStore
 from readmodels.query.client import MemoryClient
 from readmodels.query.local import LocalMemory
 from readmodels.query.protocol import MemoryUnavailableError
 from readmodels.query.service import SUBJECT_PREFIX, Reply, serve_memory
+from readmodels.retrieval.causal import CausalChain, CausalRequest, Direction, causal_chain
 from readmodels.retrieval.model import QueryError
 from readmodels.retrieval.retriever import ReadModels
 from tests import test_graph_support as support

@@ -18,7 +18,7 @@ from eventloom.settings import Settings
 from projectors.doc_projector import InPlaceDocProjector
 from projectors.plugins import load_projector
 from projectors.rebuild import rebuild
-from readmodels.graph.backends import neo4j_keyword_store, neo4j_store, neo4j_vector_store
+from readmodels.backends import neo4j_keyword_store, neo4j_store, neo4j_vector_store
 from readmodels.graph.neo4j import Neo4jGraphStore
 from readmodels.keyword.neo4j_fulltext import Neo4jKeywordStore
 from readmodels.vector.embedders import HashEmbedder

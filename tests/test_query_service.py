@@ -16,8 +16,8 @@ from eventloom.event import Event, utc_timestamp
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.node import Node
+from readmodels.backends import neo4j_keyword_store, neo4j_store, neo4j_vector_store
 from readmodels.checkout.model import CheckoutRequest
-from readmodels.graph.backends import neo4j_keyword_store, neo4j_store, neo4j_vector_store
 from readmodels.graph.neo4j_local import Neo4jEndpoint
 from readmodels.query.client import MemoryClient
 from readmodels.query.local import LocalMemory

@@ -14,7 +14,11 @@ from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, print_json, run, settings_of
 from projectors.inferred.plugin import live_database
 from readmodels.checkout.model import DEFAULT_TOKEN_BUDGET, CheckoutRequest
-from readmodels.graph.causal import (
+from readmodels.inferred.model import InferredStatus, Stats
+from readmodels.inferred.sqlite_store import SqliteInferredStore
+from readmodels.query.client import MemoryClient
+from readmodels.query.protocol import MemoryUnavailableError
+from readmodels.retrieval.causal import (
     DEFAULT_CAUSAL_DEPTH,
     DEFAULT_CAUSAL_LIMIT,
     CausalChain,
@@ -22,10 +26,6 @@ from readmodels.graph.causal import (
     CausalStep,
     Direction,
 )
-from readmodels.inferred.model import InferredStatus, Stats
-from readmodels.inferred.sqlite_store import SqliteInferredStore
-from readmodels.query.client import MemoryClient
-from readmodels.query.protocol import MemoryUnavailableError
 from readmodels.retrieval.fusion import PROFILES
 from readmodels.retrieval.model import DEFAULT_LIMIT, Query, QueryError
 

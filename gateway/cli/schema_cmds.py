@@ -12,9 +12,9 @@ from eventloom.runtime import read_runtime
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, print_json, run, settings_of
 from projectors.graph.plugin import DATABASE
+from readmodels.backends import neo4j_store
 from readmodels.generations import Generations
 from readmodels.graph import ladybug_schema, neo4j_schema
-from readmodels.graph.backends import neo4j_store
 from readmodels.graph.ladybug import LadybugGraphStore
 from readmodels.graph.protocol import GraphStoreError, PlannedMigration
 from readmodels.vector.embedders import vector_width

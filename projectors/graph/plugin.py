@@ -8,8 +8,8 @@ from pathlib import Path
 from eventloom.errors import EventloomError
 from projectors.graph.projector import GraphProjector
 from projectors.plugins import PluginContext
+from readmodels.backends import neo4j_store
 from readmodels.generations import Generations
-from readmodels.graph.backends import neo4j_store
 from readmodels.graph.ladybug import LadybugGraphStore
 from readmodels.graph.ladybug_bulk import LadybugBulkLoader
 from readmodels.graph.neo4j import Neo4jGraphStore

@@ -29,7 +29,7 @@ from eventloom.verify import verify_ledger_dir
 from projectors.graph.projector import GraphProjector
 from projectors.rebuild import replay_stream
 from projectors.runtime import ProjectorRunner, RunnerOptions
-from readmodels.graph.backends import neo4j_store
+from readmodels.backends import neo4j_store
 from readmodels.graph.neo4j_bulk import Neo4jBulkLoader
 
 BATCH: Final = 5000

@@ -8,8 +8,8 @@ from projectors.doc_projector import InPlaceDocProjector
 from projectors.documents import memory_docs
 from projectors.generational import GenerationalProjector
 from projectors.plugins import PluginContext
+from readmodels.backends import neo4j_keyword_store
 from readmodels.documents import EventDocs
-from readmodels.graph.backends import neo4j_keyword_store
 from readmodels.keyword.neo4j_fulltext import Neo4jKeywordStore
 from readmodels.keyword.sqlite_fts import SqliteKeywordStore
 

@@ -13,8 +13,8 @@ from projectors.doc_projector import InPlaceDocProjector
 from projectors.documents import memory_docs
 from projectors.generational import GenerationalProjector
 from projectors.plugins import PluginContext
+from readmodels.backends import neo4j_vector_store
 from readmodels.documents import EventDocs
-from readmodels.graph.backends import neo4j_vector_store
 from readmodels.vector.embedders import configured_embedder
 from readmodels.vector.neo4j_store import Neo4jVectorStore
 from readmodels.vector.sqlite_store import SqliteVectorStore

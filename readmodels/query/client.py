@@ -9,10 +9,10 @@ import nats.errors
 from nats.aio.client import Client
 
 from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
-from readmodels.graph.causal import CausalChain, CausalRequest
 from readmodels.inferred.model import InferredStatus
 from readmodels.query.protocol import MemoryUnavailableError
 from readmodels.query.service import SUBJECT_PREFIX, InferredRequest, Reply, ServiceHealth
+from readmodels.retrieval.causal import CausalChain, CausalRequest
 from readmodels.retrieval.model import Query, QueryError, QueryResult
 
 T = TypeVar("T")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
-from readmodels.graph.causal import CausalChain, CausalRequest
 from readmodels.inferred.model import InferredStatus
+from readmodels.retrieval.causal import CausalChain, CausalRequest
 from readmodels.retrieval.model import Query, QueryResult
 
 
@@ -22,5 +22,5 @@ class MemoryService(Protocol):
     async def inferred_status(self, session: str | None = None) -> InferredStatus: ...
 
     async def causal(self, request: CausalRequest) -> CausalChain:
-        """The causal successors or predecessors of an entity (`readmodels.graph.causal`)."""
+        """The causal successors or predecessors of an entity (`readmodels.retrieval.causal`)."""
         ...

@@ -22,8 +22,8 @@ from nats.aio.msg import Msg
 
 from eventloom.runtime import RoleState
 from readmodels.checkout.model import CheckoutRequest
-from readmodels.graph.causal import CausalRequest
 from readmodels.query.protocol import MemoryService, MemoryUnavailableError
+from readmodels.retrieval.causal import CausalRequest
 from readmodels.retrieval.model import Query, QueryError
 
 log = logging.getLogger(__name__)

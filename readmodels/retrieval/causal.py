@@ -8,8 +8,8 @@ from every entity of the reached name in the session, whatever its type, which i
 claims. A name is entered once, so a cycle ends the walk instead of looping.
 
 Only entity versions and edges that hold at `as_of` (default: now) are walked, so a retracted or closed
-causal edge is gone unless `as_of` asks for a time it held. Like `reads` and `lookup`, the walk is a
-backend-neutral `Reading`, run with `GraphStore.read`.
+causal edge is gone unless `as_of` asks for a time it held. Like `readmodels.graph.reads` and
+`readmodels.graph.lookup`, the walk is a backend-neutral `Reading`, run with `GraphStore.read`.
 
 The name is resolved the way search finds names: the exact name first, then the one name of the session
 equal to it ignoring case, then the one name containing it ignoring case ("checkout p95 fell" finds
