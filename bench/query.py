@@ -35,7 +35,7 @@ from eventloom.bus.embedded import EmbeddedNats
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
-from readmodels.graph.neo4j_local import Neo4jEndpoint, provision_neo4j
+from readmodels.neo4j.local import Neo4jEndpoint, provision_neo4j
 from readmodels.query.client import MemoryClient
 from readmodels.query.service import serve_memory
 from readmodels.retrieval.model import Query, QueryResult

@@ -29,8 +29,8 @@ from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.node_process import NodeProcess
 from projectors.graph.rebuild_neo4j import rebuild_neo4j_from_stream
-from readmodels.graph.neo4j import Neo4jGraphStore
-from readmodels.graph.neo4j_local import Neo4jEndpoint, provision_neo4j
+from readmodels.neo4j.graph_store import Neo4jGraphStore
+from readmodels.neo4j.local import Neo4jEndpoint, provision_neo4j
 
 RAW_BATCH = 10_000
 

@@ -13,10 +13,10 @@ from projectors.generational import GenerationalProjector
 from projectors.graph.projector import GraphProjector
 from projectors.protocol import Projector
 from projectors.runtime import ProjectorRunner
-from readmodels.graph.ladybug import LadybugGraphStore
-from readmodels.graph.neo4j import Neo4jGraphStore
-from readmodels.inferred.sqlite_store import SqliteInferredStore
+from readmodels.embedded.graph_store import LadybugGraphStore
+from readmodels.embedded.inferred_store import SqliteInferredStore
 from readmodels.keyword.protocol import KeywordStore
+from readmodels.neo4j.graph_store import Neo4jGraphStore
 from readmodels.query.local import LocalMemory
 from readmodels.retrieval.retriever import ReadModels
 from readmodels.vector.protocol import VectorStore

@@ -12,7 +12,7 @@ from projectors.emitter import ProducerProjection
 from projectors.graph.projector import GraphProjector
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available, load_producer, load_projector
 from projectors.runtime import ProjectorRunner, TroubleListener
-from readmodels.graph.service import serve_cypher
+from readmodels.query.cypher_service import serve_cypher
 
 
 def enabled_projectors(settings: Settings) -> list[str]:

@@ -1,16 +1,16 @@
 """The backends a deployment uses, from its settings (`EVENTLOOM_GRAPH_BACKEND`, `NEO4J_*`).
 
 With `EVENTLOOM_GRAPH_BACKEND=neo4j` the graph, keyword and vector read models all live in that Neo4j
-database, under one schema (`readmodels.graph.neo4j_schema`).
+database, under one schema (`readmodels.neo4j.schema`).
 """
 
 from __future__ import annotations
 
 from eventloom.settings import Settings
-from readmodels.graph.neo4j import Neo4jGraphStore
-from readmodels.keyword.neo4j_fulltext import Neo4jKeywordStore
+from readmodels.neo4j.graph_store import Neo4jGraphStore
+from readmodels.neo4j.keyword_store import Neo4jKeywordStore
+from readmodels.neo4j.vector_store import Neo4jVectorStore
 from readmodels.vector.embedders import Embedder, vector_width
-from readmodels.vector.neo4j_store import Neo4jVectorStore
 
 
 def _uri(settings: Settings) -> str:

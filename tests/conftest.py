@@ -17,7 +17,7 @@ import pytest
 from eventloom.bus.embedded import nats_server_binary, server_config
 from eventloom.log import EventLog
 from eventloom.settings import Settings
-from readmodels.graph.neo4j_local import (
+from readmodels.neo4j.local import (
     LocalNeo4j,
     Neo4jEndpoint,
     Neo4jUnavailable,

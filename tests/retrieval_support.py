@@ -9,12 +9,12 @@ from pathlib import Path
 from eventloom.event import Event
 from projectors.documents import memory_docs
 from projectors.inferred.extract import inferred_changes
+from readmodels.embedded.inferred_store import SqliteInferredStore
+from readmodels.embedded.keyword_store import SqliteKeywordStore
+from readmodels.embedded.vector_store import SqliteVectorStore
 from readmodels.graph.protocol import GraphStore
-from readmodels.inferred.sqlite_store import SqliteInferredStore
-from readmodels.keyword.sqlite_fts import SqliteKeywordStore
 from readmodels.retrieval.retriever import ReadModels
 from readmodels.vector.embedders import HashEmbedder
-from readmodels.vector.sqlite_store import SqliteVectorStore
 from tests.test_graph_support import SessionLog, fact, project, ts
 
 

@@ -17,7 +17,7 @@ from gateway.agent_loop import after_turn, handoff_bundle
 from readmodels.checkout.assemble import assemble_context, checkout_from
 from readmodels.checkout.budget import estimate_tokens
 from readmodels.checkout.model import MIN_TOKEN_BUDGET, CheckoutRequest
-from readmodels.graph.ladybug import LadybugGraphStore
+from readmodels.embedded.graph_store import LadybugGraphStore
 from readmodels.query.local import LocalMemory
 from readmodels.retrieval.fusion import Contribution
 from readmodels.retrieval.model import Citation, Explanation, Hit, InferredLink, Query, QueryResult, TaskState

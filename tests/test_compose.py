@@ -26,7 +26,7 @@ from eventloom.bus.embedded import nats_server_binary
 from eventloom.settings import Settings
 from gateway.cli import app
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available
-from readmodels.graph.neo4j_local.provision import IMAGE as NEO4J_TEST_IMAGE
+from readmodels.neo4j.local.provision import IMAGE as NEO4J_TEST_IMAGE
 from tests.compose_support import (
     argv_of,
     command_argv,

@@ -10,7 +10,9 @@ import pytest
 
 from eventloom.errors import ReadModelBrokenError
 from projectors.graph.extract import extract
-from readmodels.graph.bulk_tables import (
+from readmodels.embedded.graph_bulk import LadybugBulkLoader
+from readmodels.embedded.graph_store import LadybugGraphStore, run_rows
+from readmodels.graph.bulk.tables import (
     CHECKPOINT,
     ENTITY,
     ENTITY_CITES,
@@ -32,8 +34,6 @@ from readmodels.graph.bulk_tables import (
     typed_relation,
 )
 from readmodels.graph.identity import typed_label
-from readmodels.graph.ladybug import LadybugGraphStore, run_rows
-from readmodels.graph.ladybug_bulk import LadybugBulkLoader
 from readmodels.graph.protocol import GraphStoreError
 from tests.test_graph_support import SessionLog, fact, project, work_story
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from projectors.graph.extract import extract
+from readmodels.embedded.graph_store import LadybugGraphStore
 from readmodels.graph.edge_cache import Fetch, OpenEdgeCache
-from readmodels.graph.ladybug import LadybugGraphStore
 from readmodels.graph.plan import EdgeDemands, RelationRow
 from tests.test_graph_bulk import full_story, graph_rows
 from tests.test_graph_support import SessionLog, fact, ts

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from projectors.graph.extract import extract
-from readmodels.graph import ladybug as ladybug_store
-from readmodels.graph import ladybug_writes, writes
-from readmodels.graph.ladybug import LadybugGraphStore
+from readmodels.embedded import graph_store as ladybug_store
+from readmodels.embedded import graph_writes as ladybug_writes
+from readmodels.embedded.graph_store import LadybugGraphStore
+from readmodels.graph import writes
 from readmodels.graph.protocol import GraphStoreError
 from tests.test_graph_support import SessionLog, count, dump, fact, work_story
 

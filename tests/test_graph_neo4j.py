@@ -24,13 +24,13 @@ from projectors.graph.extract import extract
 from projectors.graph.projector import GraphProjector
 from projectors.graph.rebuild_neo4j import rebuild_neo4j_from_ledger, rebuild_neo4j_from_stream
 from readmodels.documents import MemoryDoc
-from readmodels.graph import neo4j as neo4j_module
-from readmodels.graph.ladybug import LadybugGraphStore
-from readmodels.graph.neo4j import Neo4jGraphStore
-from readmodels.graph.neo4j_bulk import Neo4jBulkLoader
-from readmodels.graph.neo4j_schema import schema_plan
+from readmodels.embedded.graph_store import LadybugGraphStore
 from readmodels.graph.protocol import GraphStoreError, MigrationChecksumError
-from readmodels.graph.service import ask_cypher
+from readmodels.neo4j import graph_store as neo4j_module
+from readmodels.neo4j.bulk import Neo4jBulkLoader
+from readmodels.neo4j.graph_store import Neo4jGraphStore
+from readmodels.neo4j.schema import schema_plan
+from readmodels.query.cypher_service import ask_cypher
 from readmodels.retrieval.invalidated import no_longer_holding
 from readmodels.retrieval.lanes import Candidate
 from readmodels.retrieval.work import work_state
@@ -42,7 +42,7 @@ from tests.test_graph_support import SessionLog, dump, fact, project, work_story
 from tests.test_ledger import caught_up, running_mirror
 
 if TYPE_CHECKING:
-    from readmodels.graph.neo4j_local import LocalNeo4j, Neo4jEndpoint
+    from readmodels.neo4j.local import LocalNeo4j, Neo4jEndpoint
 
 pytestmark = pytest.mark.anyio
 

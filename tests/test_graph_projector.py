@@ -8,7 +8,7 @@ import pytest
 
 from projectors.graph import GraphProjector
 from projectors.protocol import Projector
-from readmodels.graph.ladybug import LadybugGraphStore
+from readmodels.embedded.graph_store import LadybugGraphStore
 from tests.test_graph_support import SessionLog, dump, work_story
 
 pytestmark = pytest.mark.anyio

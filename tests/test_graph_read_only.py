@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from readmodels.graph.ladybug import LadybugGraphStore
-from readmodels.graph.neo4j import Neo4jGraphStore
-from readmodels.graph.neo4j_local import Neo4jEndpoint
+from readmodels.embedded.graph_store import LadybugGraphStore
+from readmodels.graph.cypher.read_plan import refuse_ladybug_plan, refuse_neo4j_plan
 from readmodels.graph.protocol import GraphQueryError, GraphStore, ReadOnlyQueryError
-from readmodels.graph.read_plan import refuse_ladybug_plan, refuse_neo4j_plan
+from readmodels.neo4j.graph_store import Neo4jGraphStore
+from readmodels.neo4j.local import Neo4jEndpoint
 from tests import test_graph_support as support
 from tests.test_graph_support import dump, project, work_story
 

@@ -16,7 +16,7 @@ from eventloom.settings import Settings
 from projectors.graph.plugin import EmbeddedGraphProjector
 from projectors.plugins import load_projector
 from projectors.rebuild import rebuild
-from readmodels.graph.ladybug_bulk import LadybugBulkLoader
+from readmodels.embedded.graph_bulk import LadybugBulkLoader
 from tests.runtime_support import drained, running
 
 pytestmark = pytest.mark.anyio

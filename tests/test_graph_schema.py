@@ -11,10 +11,10 @@ import ladybug
 import pytest
 
 from projectors.graph.extract import extract
-from readmodels.graph.cypher_io import Execute
+from readmodels.embedded.graph_schema import apply_migrations, schema_plan, typed_rel_ddl
+from readmodels.embedded.graph_store import LadybugGraphStore
+from readmodels.graph.cypher.io import Execute
 from readmodels.graph.identity import typed_label
-from readmodels.graph.ladybug import LadybugGraphStore
-from readmodels.graph.ladybug_schema import apply_migrations, schema_plan, typed_rel_ddl
 from readmodels.graph.protocol import GraphStore, MigrationChecksumError, PlannedMigration
 from tests import test_graph_support as support
 from tests.test_graph_support import work_story

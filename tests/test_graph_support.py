@@ -18,12 +18,12 @@ import pytest
 
 from eventloom.event import Event, compute_hash, utc_timestamp
 from projectors.graph.extract import extract
-from readmodels.graph.ladybug import LadybugGraphStore
-from readmodels.graph.neo4j import Neo4jGraphStore
+from readmodels.embedded.graph_store import LadybugGraphStore
 from readmodels.graph.protocol import GraphStore
+from readmodels.neo4j.graph_store import Neo4jGraphStore
 
 if TYPE_CHECKING:
-    from readmodels.graph.neo4j_local import Neo4jEndpoint
+    from readmodels.neo4j.local import Neo4jEndpoint
 
 T0 = datetime(2025, 5, 1, 9, 0, tzinfo=UTC)
 

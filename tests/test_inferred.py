@@ -15,8 +15,8 @@ from eventloom.settings import Settings
 from projectors.generational import GenerationalProjector
 from projectors.inferred.extract import inferred_changes
 from projectors.plugins import load_projector
+from readmodels.embedded.inferred_store import SqliteInferredStore
 from readmodels.inferred.model import trust_score
-from readmodels.inferred.sqlite_store import SqliteInferredStore
 from tests.conftest import run_cli
 from tests.runtime_support import drained, running
 from tests.test_graph_support import HASH_A, SessionLog

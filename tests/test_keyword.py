@@ -14,10 +14,10 @@ from projectors.documents import memory_docs
 from projectors.generational import GenerationalProjector
 from projectors.plugins import load_projector
 from projectors.rebuild import rebuild
-from readmodels import sqlite_db
 from readmodels.documents import EventDocs, MemoryDoc
+from readmodels.embedded import sqlite_db
+from readmodels.embedded.keyword_store import SqliteKeywordStore, match_expression
 from readmodels.keyword.common_words import MIN_DOCS
-from readmodels.keyword.sqlite_fts import SqliteKeywordStore, match_expression
 from tests.runtime_support import drained, running
 from tests.test_graph_support import SessionLog, fact, ts
 

@@ -17,21 +17,22 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from projectors.documents import memory_docs
-from readmodels import neo4j_docs, sqlite_db
 from readmodels.documents import EventDocs, MemoryDoc
-from readmodels.keyword.neo4j_fulltext import Neo4jKeywordStore, lucene_query
+from readmodels.embedded import sqlite_db
+from readmodels.embedded.keyword_store import SqliteKeywordStore
+from readmodels.embedded.vector_store import SqliteVectorStore
 from readmodels.keyword.protocol import KeywordStore
-from readmodels.keyword.sqlite_fts import SqliteKeywordStore
-from readmodels.vector import neo4j_store as neo4j_store_module
+from readmodels.neo4j import docs as neo4j_docs
+from readmodels.neo4j import vector_store as neo4j_store_module
+from readmodels.neo4j.keyword_store import Neo4jKeywordStore, lucene_query
+from readmodels.neo4j.vector_store import Neo4jVectorStore
 from readmodels.vector.embedders import Embedder, HashEmbedder, VectorSpaceError
-from readmodels.vector.neo4j_store import Neo4jVectorStore
 from readmodels.vector.protocol import VectorStore, embedded_text
-from readmodels.vector.sqlite_store import SqliteVectorStore
 from tests.test_graph_support import SessionLog, ts
 from tests.test_keyword import story
 
 if TYPE_CHECKING:
-    from readmodels.graph.neo4j_local import Neo4jEndpoint
+    from readmodels.neo4j.local import Neo4jEndpoint
 
 pytestmark = pytest.mark.anyio
 Opener = Callable[..., AbstractAsyncContextManager[Any]]
@@ -214,7 +215,7 @@ async def test_a_session_with_few_matches_among_many_still_finds_them_all(open_k
         return EventDocs(session=session, seq=seq, event_hash=made.event_hash, docs=(made,))
 
     async with open_keyword() as store:
-        # more matches elsewhere than Neo4j's capped first pass reads (readmodels/keyword/neo4j_fulltext.py)
+        # more matches elsewhere than Neo4j's capped first pass reads (readmodels/neo4j/keyword_store.py)
         crowd = [doc("crowd", seq, "alpha alpha alpha beta") for seq in range(1, 451)]
         await store.apply("keyword", [*crowd, doc("few", 1, "alpha gamma"), doc("few", 2, "alpha delta")])
         assert sorted(hit.doc.seq for hit in await store.search("alpha", session="few", limit=10)) == [1, 2]

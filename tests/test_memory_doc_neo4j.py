@@ -19,16 +19,16 @@ from projectors.doc_projector import InPlaceDocProjector
 from projectors.plugins import load_projector
 from projectors.rebuild import rebuild
 from readmodels.backends import neo4j_keyword_store, neo4j_store, neo4j_vector_store
-from readmodels.graph.neo4j import Neo4jGraphStore
-from readmodels.keyword.neo4j_fulltext import Neo4jKeywordStore
+from readmodels.neo4j.graph_store import Neo4jGraphStore
+from readmodels.neo4j.keyword_store import Neo4jKeywordStore
+from readmodels.neo4j.vector_store import Neo4jVectorStore
 from readmodels.vector.embedders import HashEmbedder
-from readmodels.vector.neo4j_store import Neo4jVectorStore
 from tests.runtime_support import drained, running
 from tests.test_keyword import story
 from tests.test_memory_doc_backends import keyword_on
 
 if TYPE_CHECKING:
-    from readmodels.graph.neo4j_local import Neo4jEndpoint
+    from readmodels.neo4j.local import Neo4jEndpoint
 
 pytestmark = pytest.mark.anyio
 

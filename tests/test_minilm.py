@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from projectors.documents import memory_docs
+from readmodels.embedded.vector_store import SqliteVectorStore
 from readmodels.vector import minilm
 from readmodels.vector.embedders import (
     Embedder,
@@ -32,7 +33,6 @@ from readmodels.vector.embedders import (
     tag,
 )
 from readmodels.vector.minilm import MiniLmEmbedder
-from readmodels.vector.sqlite_store import SqliteVectorStore
 from tests.test_keyword import story
 
 REPO = Path(__file__).resolve().parent.parent

@@ -15,7 +15,7 @@ from pathlib import Path
 import neo4j
 import pytest
 
-from readmodels.graph.neo4j_local import (
+from readmodels.neo4j.local import (
     LocalNeo4j,
     Neo4jEndpoint,
     Neo4jUnavailable,

@@ -18,7 +18,7 @@ from eventloom.settings import Settings
 from gateway.node import Node
 from readmodels.backends import neo4j_keyword_store, neo4j_store, neo4j_vector_store
 from readmodels.checkout.model import CheckoutRequest
-from readmodels.graph.neo4j_local import Neo4jEndpoint
+from readmodels.neo4j.local import Neo4jEndpoint
 from readmodels.query.client import MemoryClient
 from readmodels.query.local import LocalMemory
 from readmodels.query.protocol import MemoryUnavailableError

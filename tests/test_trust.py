@@ -23,8 +23,8 @@ from eventloom.sealing import Sealer
 from eventloom.settings import Settings
 from eventloom.verify import verify_everything
 from gateway.node import Node
-from readmodels.graph.service import ask_cypher
 from readmodels.query.client import MemoryClient
+from readmodels.query.cypher_service import ask_cypher
 from readmodels.retrieval.model import Query
 from tests.conftest import run_cli
 from tests.runtime_support import drained

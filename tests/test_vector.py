@@ -15,9 +15,9 @@ from projectors.documents import memory_docs
 from projectors.generational import GenerationalProjector
 from projectors.plugins import load_projector
 from projectors.rebuild import rebuild
+from readmodels.embedded.vector_store import SqliteVectorStore
 from readmodels.vector.embedders import HashEmbedder, VectorSpaceError, tag
 from readmodels.vector.protocol import VectorStore, embedded_text
-from readmodels.vector.sqlite_store import SqliteVectorStore
 from readmodels.vector.static import WordLlamaEmbedder
 from tests.runtime_support import drained, running
 from tests.test_graph_support import ts

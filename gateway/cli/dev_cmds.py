@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from gateway.cli.common import EXIT_FAILED, console, fail, print_json
-from readmodels.graph.neo4j_local import NEO4J_VERSION, LocalNeo4j, Neo4jUnavailable, missing_tools
+from readmodels.neo4j.local import NEO4J_VERSION, LocalNeo4j, Neo4jUnavailable, missing_tools
 
 dev_app = typer.Typer(help="Tools for developing against Eventloom.", no_args_is_help=True)
 

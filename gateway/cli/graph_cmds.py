@@ -14,7 +14,7 @@ from eventloom.settings import Settings
 from eventloom.validation import decode_json_input
 from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, print_json, run, settings_of
 from readmodels.graph.protocol import GraphStoreError
-from readmodels.graph.service import ask_cypher
+from readmodels.query.cypher_service import ask_cypher
 
 graph_app = typer.Typer(help="The temporal memory graph read model.", no_args_is_help=True)
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON")]

@@ -14,8 +14,8 @@ from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, print_json, run, settings_of
 from projectors.inferred.plugin import live_database
 from readmodels.checkout.model import DEFAULT_TOKEN_BUDGET, CheckoutRequest
+from readmodels.embedded.inferred_store import SqliteInferredStore
 from readmodels.inferred.model import InferredStatus, Stats
-from readmodels.inferred.sqlite_store import SqliteInferredStore
 from readmodels.query.client import MemoryClient
 from readmodels.query.protocol import MemoryUnavailableError
 from readmodels.retrieval.causal import (

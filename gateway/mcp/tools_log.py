@@ -14,7 +14,7 @@ from eventloom.keys import KeyStore
 from eventloom.verify import verify_everything
 from gateway.mcp.arguments import Limit, Session, SessionFilter
 from gateway.mcp.backend import Backend
-from readmodels.graph.service import MAX_QUERY_CHARS, ask_cypher
+from readmodels.query.cypher_service import MAX_QUERY_CHARS, ask_cypher
 
 ADMIN_TOOLS: Final = frozenset({"memory_replay", "memory_graph_query"})
 VERIFY_WAIT_S: Final = 2.0

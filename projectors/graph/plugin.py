@@ -9,10 +9,10 @@ from eventloom.errors import EventloomError
 from projectors.graph.projector import GraphProjector
 from projectors.plugins import PluginContext
 from readmodels.backends import neo4j_store
+from readmodels.embedded.graph_bulk import LadybugBulkLoader
+from readmodels.embedded.graph_store import LadybugGraphStore
 from readmodels.generations import Generations
-from readmodels.graph.ladybug import LadybugGraphStore
-from readmodels.graph.ladybug_bulk import LadybugBulkLoader
-from readmodels.graph.neo4j import Neo4jGraphStore
+from readmodels.neo4j.graph_store import Neo4jGraphStore
 
 DATABASE = "graph.lbug"
 

@@ -30,7 +30,7 @@ from projectors.graph.projector import GraphProjector
 from projectors.rebuild import replay_stream
 from projectors.runtime import ProjectorRunner, RunnerOptions
 from readmodels.backends import neo4j_store
-from readmodels.graph.neo4j_bulk import Neo4jBulkLoader
+from readmodels.neo4j.bulk import Neo4jBulkLoader
 
 BATCH: Final = 5000
 CONSUMER: Final = "rebuild-graph-neo4j"

@@ -7,9 +7,9 @@ from pathlib import Path
 from projectors.generational import GenerationalProjector
 from projectors.inferred.extract import inferred_changes
 from projectors.plugins import PluginContext
+from readmodels.embedded.inferred_store import SqliteInferredStore
 from readmodels.generations import Generations
 from readmodels.inferred.model import EventChanges
-from readmodels.inferred.sqlite_store import SqliteInferredStore
 
 DATABASE = "inferred.sqlite"
 

@@ -10,8 +10,8 @@ from projectors.generational import GenerationalProjector
 from projectors.plugins import PluginContext
 from readmodels.backends import neo4j_keyword_store
 from readmodels.documents import EventDocs
-from readmodels.keyword.neo4j_fulltext import Neo4jKeywordStore
-from readmodels.keyword.sqlite_fts import SqliteKeywordStore
+from readmodels.embedded.keyword_store import SqliteKeywordStore
+from readmodels.neo4j.keyword_store import Neo4jKeywordStore
 
 DATABASE = "keyword.sqlite"
 

@@ -15,9 +15,9 @@ from projectors.generational import GenerationalProjector
 from projectors.plugins import PluginContext
 from readmodels.backends import neo4j_vector_store
 from readmodels.documents import EventDocs
+from readmodels.embedded.vector_store import SqliteVectorStore
+from readmodels.neo4j.vector_store import Neo4jVectorStore
 from readmodels.vector.embedders import configured_embedder
-from readmodels.vector.neo4j_store import Neo4jVectorStore
-from readmodels.vector.sqlite_store import SqliteVectorStore
 
 DATABASE = "vector.sqlite"
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from readmodels.graph.cypher_io import Reading
+from readmodels.graph.cypher.io import Reading
 from readmodels.graph.reads import ENTITY_COLUMNS, expand, to_version, window
 from readmodels.graph.records import EntityVersion, Neighbour
 

@@ -1,8 +1,8 @@
 """The `GraphStore` contract: the temporal memory graph, whatever database holds it.
 
-Backends (`readmodels.graph.ladybug`, later `readmodels.graph.neo4j`) implement this and pass the shared
-contract suite (tests/test_graph_contract.py). Writes arrive as `EventProjection`s; their temporal
-resolution is done once, backend-neutrally, by `readmodels.graph.versioning`.
+Backends (`readmodels.embedded.graph_store` on LadybugDB, `readmodels.neo4j.graph_store`) implement this and
+pass the shared contract suite (tests/test_graph_contract.py). Writes arrive as `EventProjection`s; their
+temporal resolution is done once, backend-neutrally, by `readmodels.graph.versioning`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import msgspec
 
-from readmodels.graph.cypher_io import Reading
+from readmodels.graph.cypher.io import Reading
 from readmodels.graph.model import EventProjection
 from readmodels.graph.records import (
     EntityVersion,

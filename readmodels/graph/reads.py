@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from readmodels.graph.cypher_io import Reading
+from readmodels.graph.cypher.io import Reading
 from readmodels.graph.identity import decode_json, entity_key
 from readmodels.graph.model import canonical_ts
 from readmodels.graph.properties import EDGE_TYPES, ENTITY_TYPES, OBSERVATION_TABLES

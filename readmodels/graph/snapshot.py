@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from readmodels.graph.cypher_io import Reading
+from readmodels.graph.cypher.io import Reading
 from readmodels.graph.identity import checkpoint_uid, decode_json
 from readmodels.graph.plan import EdgeDemands, EntityRow, LoadRequest, RelationRow, Snapshot
 from readmodels.graph.properties import EDGE_TYPES, ENTITY_TYPES

@@ -81,7 +81,7 @@ class Resolver(RelationRules):
 
     `resolve` may be called again with the projections that follow: it continues from the state the
     previous call left, adding to the same plan (a rebuild resolves the whole log this way, see
-    `readmodels.graph.bulk`).
+    `readmodels.graph.bulk.resolve`).
     """
 
     def __init__(self, snapshot: Snapshot) -> None:

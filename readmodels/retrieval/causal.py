@@ -26,7 +26,7 @@ from typing import Any, Final, Literal, get_args
 import msgspec
 
 from eventloom.event import SESSION_PATTERN
-from readmodels.graph.cypher_io import Reading
+from readmodels.graph.cypher.io import Reading
 from readmodels.graph.model import SNAKE_CASE, InvalidGraphWrite, canonical_ts
 from readmodels.graph.properties import EDGE_TYPES
 from readmodels.graph.reads import to_edge, window

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol, TypeVar, runtime_checkable
 
 from readmodels.documents import DocKind, MemoryDoc
-from readmodels.graph.cypher_io import Reading
+from readmodels.graph.cypher.io import Reading
 from readmodels.retrieval.model import Query, QueryResult
 
 T = TypeVar("T")

@@ -17,15 +17,15 @@ from typing import Any, TypeVar
 
 import ladybug
 
+from readmodels.embedded.graph_schema import apply_migrations, typed_rel_ddl
+from readmodels.embedded.graph_writes import write_plan
 from readmodels.graph import reads
-from readmodels.graph.cypher_guard import single_read_statement
-from readmodels.graph.cypher_io import Reading, run_sync
+from readmodels.graph.cypher.guard import single_read_statement
+from readmodels.graph.cypher.io import Reading, run_sync
+from readmodels.graph.cypher.read_plan import refuse_ladybug_plan
 from readmodels.graph.edge_cache import OpenEdgeCache
-from readmodels.graph.ladybug_schema import apply_migrations, typed_rel_ddl
-from readmodels.graph.ladybug_writes import write_plan
 from readmodels.graph.model import EventProjection
 from readmodels.graph.protocol import GraphQueryError, GraphStoreError, ReadOnlyQueryError
-from readmodels.graph.read_plan import refuse_ladybug_plan
 from readmodels.graph.records import (
     EntityVersion,
     EventRecord,

@@ -2,7 +2,7 @@
 
 Sessions never share a key (every entity, edge and source is per session), so a log can be resolved by
 several independent `BulkPlanner`s, one per group of sessions. `bulk_loader.BulkLoader` starts one worker per
-core (`python -m readmodels.graph.bulk_worker DIR SPILL_EVERY_ROWS`: a plain subprocess, so it never
+core (`python -m readmodels.graph.bulk.worker DIR SPILL_EVERY_ROWS`: a plain subprocess, so it never
 re-imports the caller's main module as multiprocessing would); each reads length-prefixed msgpack batches of
 `EventProjection`s for its sessions on stdin, resolves them, and spills finished rows to Arrow files of its
 own (`SpilledTables`). `FINISH` + the projector's name means "finish": the worker spills the rest and
@@ -21,8 +21,8 @@ from typing import IO
 import msgspec
 import pyarrow as pa
 
-from readmodels.graph.bulk import BulkPlanner
-from readmodels.graph.bulk_tables import CopyTarget, copy_tables
+from readmodels.graph.bulk.resolve import BulkPlanner
+from readmodels.graph.bulk.tables import CopyTarget, copy_tables
 from readmodels.graph.model import EventProjection
 from readmodels.graph.plan import WritePlan
 

@@ -19,13 +19,11 @@ from neo4j import AsyncDriver, AsyncManagedTransaction
 from neo4j.exceptions import ClientError
 
 from readmodels.graph import reads
-from readmodels.graph.cypher_guard import single_read_statement
-from readmodels.graph.cypher_io import Reading, Row, run_async
+from readmodels.graph.cypher.guard import single_read_statement
+from readmodels.graph.cypher.io import Reading, Row, run_async
+from readmodels.graph.cypher.read_plan import refuse_neo4j_plan
 from readmodels.graph.model import EventProjection
-from readmodels.graph.neo4j_driver import NOT_GRAPH_LABELS, auto_commit, connect, fetch, unavailable_as_error
-from readmodels.graph.neo4j_schema import DEFAULT_VECTOR_DIMENSIONS, schema_plan
 from readmodels.graph.protocol import GraphQueryError, GraphStoreError, ReadOnlyQueryError
-from readmodels.graph.read_plan import refuse_neo4j_plan
 from readmodels.graph.records import (
     EntityVersion,
     EventRecord,
@@ -37,6 +35,8 @@ from readmodels.graph.records import (
 from readmodels.graph.snapshot import load_open_edges, load_snapshot, read_checkpoints
 from readmodels.graph.versioning import Resolver, load_request
 from readmodels.graph.writes import WriteStep, write_steps
+from readmodels.neo4j.driver import NOT_GRAPH_LABELS, auto_commit, connect, fetch, unavailable_as_error
+from readmodels.neo4j.schema import DEFAULT_VECTOR_DIMENSIONS, schema_plan
 
 T = TypeVar("T")
 ROWS_PER_STATEMENT: Final = 10_000

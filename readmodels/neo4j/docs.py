@@ -18,9 +18,9 @@ import neo4j
 from neo4j import AsyncDriver, AsyncManagedTransaction
 
 from readmodels.documents import DocKind, EventDocs, MemoryDoc
-from readmodels.graph.cypher_io import Row
-from readmodels.graph.neo4j_driver import auto_commit, connect, fetch, unavailable_as_error
-from readmodels.graph.neo4j_schema import DEFAULT_VECTOR_DIMENSIONS, schema_plan
+from readmodels.graph.cypher.io import Row
+from readmodels.neo4j.driver import auto_commit, connect, fetch, unavailable_as_error
+from readmodels.neo4j.schema import DEFAULT_VECTOR_DIMENSIONS, schema_plan
 
 T = TypeVar("T")
 Work = Callable[[AsyncManagedTransaction], Awaitable[T]]

@@ -15,10 +15,10 @@ from pathlib import Path
 import ladybug
 import pyarrow as pa
 
-from readmodels.graph.bulk_loader import SPILL_EVERY_ROWS, BulkLoader, LoadProgress, SpilledFiles
-from readmodels.graph.bulk_tables import CopyTarget, copy_order
-from readmodels.graph.ladybug import DEFAULT_CHECKPOINT_THRESHOLD, run_rows
-from readmodels.graph.ladybug_schema import apply_migrations, typed_rel_ddl
+from readmodels.embedded.graph_schema import apply_migrations, typed_rel_ddl
+from readmodels.embedded.graph_store import DEFAULT_CHECKPOINT_THRESHOLD, run_rows
+from readmodels.graph.bulk.loader import SPILL_EVERY_ROWS, BulkLoader, LoadProgress, SpilledFiles
+from readmodels.graph.bulk.tables import CopyTarget, copy_order
 from readmodels.graph.protocol import GraphStoreError
 
 

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
-from readmodels.graph.neo4j_local.endpoint import Neo4jEndpoint, Neo4jUnavailable, wait_until_answering
-from readmodels.graph.neo4j_local.server import LocalNeo4j, missing_tools
+from readmodels.neo4j.local.endpoint import Neo4jEndpoint, Neo4jUnavailable, wait_until_answering
+from readmodels.neo4j.local.server import LocalNeo4j, missing_tools
 
 IMAGE: Final = "neo4j:5.26-community"
 ENV_TIMEOUT_S: Final = 15

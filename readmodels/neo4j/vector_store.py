@@ -1,6 +1,6 @@
 """`Neo4jVectorStore`: the vector read model on Neo4j, cosine similarity over a vector index.
 
-Documents are `VectorDoc` nodes in the graph's database (`readmodels.neo4j_docs`), each with its
+Documents are `VectorDoc` nodes in the graph's database (`readmodels.neo4j.docs`), each with its
 embedder's `tag` and its `embedding` (none for a text without words: Neo4j refuses a zero vector), in the
 cosine index `vector_doc_embedding`. Vectors of another tag are never compared; they are counted in
 `foreign_vectors`.
@@ -21,9 +21,9 @@ from typing import Any, Final
 
 from eventloom.event import citation
 from readmodels.documents import DocKind, EventDocs
-from readmodels.graph.cypher_io import Row
-from readmodels.graph.neo4j_schema import DEFAULT_VECTOR_DIMENSIONS
-from readmodels.neo4j_docs import DOC_MAP, ORDER_HITS, Neo4jDocs, as_doc, doc_filters, doc_rows
+from readmodels.graph.cypher.io import Row
+from readmodels.neo4j.docs import DOC_MAP, ORDER_HITS, Neo4jDocs, as_doc, doc_filters, doc_rows
+from readmodels.neo4j.schema import DEFAULT_VECTOR_DIMENSIONS
 from readmodels.vector.embedders import Embedder, tag
 from readmodels.vector.index import MIN_CANDIDATES, OVERSAMPLE
 from readmodels.vector.protocol import VectorHit, embedded_text

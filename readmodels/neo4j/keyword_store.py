@@ -1,6 +1,6 @@
 """`Neo4jKeywordStore`: the keyword read model on Neo4j, a full-text (Lucene) index ranked with BM25.
 
-Documents are `KeywordDoc` nodes in the graph's database (`readmodels.neo4j_docs`), indexed by
+Documents are `KeywordDoc` nodes in the graph's database (`readmodels.neo4j.docs`), indexed by
 `keyword_doc_text` over title and text with the `english` analyzer (Porter stemming, as in the embedded
 FTS5 model). Free text becomes a Lucene query of quoted words only, each searched in the title (boosted by
 `TITLE_WEIGHT`) and in the text, any of them matching: no Lucene syntax from the caller gets through.
@@ -15,11 +15,11 @@ from typing import Final
 
 from eventloom.event import citation
 from readmodels.documents import DocKind, EventDocs
-from readmodels.graph.cypher_io import Row
-from readmodels.graph.neo4j_schema import DEFAULT_VECTOR_DIMENSIONS
+from readmodels.embedded.keyword_store import MAX_QUERY_WORDS, TITLE_WEIGHT
+from readmodels.graph.cypher.io import Row
 from readmodels.keyword.protocol import KeywordHit
-from readmodels.keyword.sqlite_fts import MAX_QUERY_WORDS, TITLE_WEIGHT
-from readmodels.neo4j_docs import DOC_MAP, ORDER_HITS, Neo4jDocs, as_doc, doc_filters, doc_rows
+from readmodels.neo4j.docs import DOC_MAP, ORDER_HITS, Neo4jDocs, as_doc, doc_filters, doc_rows
+from readmodels.neo4j.schema import DEFAULT_VECTOR_DIMENSIONS
 
 INDEX: Final = "keyword_doc_text"
 _WORD: Final = re.compile(r"\w+", re.UNICODE)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from readmodels.graph.cypher_io import ExecuteAsync
+from readmodels.graph.cypher.io import ExecuteAsync
 from readmodels.graph.migrations import applied_at, missing, plan_of
 from readmodels.graph.protocol import PlannedMigration
 

@@ -1,8 +1,8 @@
 """`SqliteKeywordStore`: the embedded keyword read model, SQLite FTS5 with BM25 ranking.
 
 SQLite ships with Python, FTS5 ranks with BM25 out of the box, and its Porter stemmer matches "refresh",
-"refreshes" and "refreshing" alike. One file per generation (`readmodels.sqlite_db.SqliteDb`); a batch and
-its checkpoints are one transaction.
+"refreshes" and "refreshing" alike. One file per generation (`readmodels.embedded.sqlite_db.SqliteDb`); a
+batch and its checkpoints are one transaction.
 """
 
 from __future__ import annotations
@@ -15,9 +15,7 @@ from typing import Any, Final
 
 from eventloom.event import citation
 from readmodels.documents import DocKind, EventDocs, MemoryDoc
-from readmodels.keyword.common_words import CommonWords
-from readmodels.keyword.protocol import KeywordHit
-from readmodels.sqlite_db import (
+from readmodels.embedded.sqlite_db import (
     CHECKPOINTS_TABLE,
     SqliteDb,
     marks,
@@ -25,6 +23,8 @@ from readmodels.sqlite_db import (
     save_checkpoints,
     unapplied,
 )
+from readmodels.keyword.common_words import CommonWords
+from readmodels.keyword.protocol import KeywordHit
 
 _WORD: Final = re.compile(r"\w+", re.UNICODE)
 MAX_QUERY_WORDS: Final = 32

@@ -26,13 +26,13 @@ from typing import Protocol, TypeVar
 import msgspec
 
 from eventloom.errors import ReadModelBrokenError
-from readmodels.graph.bulk_tables import CopyTarget
-from readmodels.graph.bulk_worker import FINISH, SpillResult, read_message, write_message
+from readmodels.graph.bulk.tables import CopyTarget
+from readmodels.graph.bulk.worker import FINISH, SpillResult, read_message, write_message
 from readmodels.graph.model import EventProjection
 from readmodels.graph.protocol import GraphStoreError
 
 T = TypeVar("T")
-WORKER_MODULE = "readmodels.graph.bulk_worker"
+WORKER_MODULE = "readmodels.graph.bulk.worker"
 SpilledFiles = dict[CopyTarget, list[str]]
 LoadProgress = Callable[[int, int], None]
 SPILL_EVERY_ROWS = 20_000

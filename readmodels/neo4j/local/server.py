@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
-from readmodels.graph.neo4j_local.endpoint import Neo4jEndpoint, Neo4jUnavailable, wait_until_answering
+from readmodels.neo4j.local.endpoint import Neo4jEndpoint, Neo4jUnavailable, wait_until_answering
 
 NEO4J_VERSION: Final = "5.26.30"
 PACKAGE_DIR: Final = Path(__file__).resolve().parent

@@ -16,6 +16,14 @@ from typing import Final
 
 import msgspec
 
+from readmodels.embedded.sqlite_db import (
+    CHECKPOINTS_TABLE,
+    SqliteDb,
+    marks,
+    read_checkpoints,
+    save_checkpoints,
+    unapplied,
+)
 from readmodels.inferred.model import (
     Contradicted,
     EventChanges,
@@ -24,14 +32,6 @@ from readmodels.inferred.model import (
     InferredStatus,
     Retracted,
     Stats,
-)
-from readmodels.sqlite_db import (
-    CHECKPOINTS_TABLE,
-    SqliteDb,
-    marks,
-    read_checkpoints,
-    save_checkpoints,
-    unapplied,
 )
 
 SAMPLES: Final = 5

@@ -16,11 +16,11 @@ from typing import Any, Final
 
 import pyarrow as pa
 
-from readmodels.graph.bulk_loader import SPILL_EVERY_ROWS, BulkLoader, LoadProgress, SpilledFiles
-from readmodels.graph.bulk_tables import CopyTarget, copy_order
-from readmodels.graph.neo4j import Neo4jGraphStore
-from readmodels.graph.neo4j_driver import NOT_GRAPH_LABELS
+from readmodels.graph.bulk.loader import SPILL_EVERY_ROWS, BulkLoader, LoadProgress, SpilledFiles
+from readmodels.graph.bulk.tables import CopyTarget, copy_order
 from readmodels.graph.protocol import GraphStoreError
+from readmodels.neo4j.driver import NOT_GRAPH_LABELS
+from readmodels.neo4j.graph_store import Neo4jGraphStore
 
 ROWS_PER_TRANSACTION: Final = 10_000
 _KEYS: Final = {"Session": "id", "Checkpoint": "id", "EntityKey": "key"}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from typing import Final
 
-from readmodels.graph.cypher_io import Execute
+from readmodels.graph.cypher.io import Execute
 from readmodels.graph.migrations import applied_at, missing, plan_of
 from readmodels.graph.properties import (
     CITATION_TYPES,

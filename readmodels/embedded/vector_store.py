@@ -22,7 +22,13 @@ import numpy as np
 
 from eventloom.event import citation
 from readmodels.documents import DocKind, EventDocs, MemoryDoc, doc_identity
-from readmodels.sqlite_db import CHECKPOINTS_TABLE, SqliteDb, read_checkpoints, save_checkpoints, unapplied
+from readmodels.embedded.sqlite_db import (
+    CHECKPOINTS_TABLE,
+    SqliteDb,
+    read_checkpoints,
+    save_checkpoints,
+    unapplied,
+)
 from readmodels.vector.embedders import Embedder, Vectors, VectorSpaceError, tag
 from readmodels.vector.index import Mask, VectorIndex
 from readmodels.vector.protocol import VectorHit, embedded_text

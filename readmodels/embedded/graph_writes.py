@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from readmodels.graph.cypher_io import Execute
+from readmodels.graph.cypher.io import Execute
 from readmodels.graph.plan import WritePlan
 from readmodels.graph.properties import ARROW_TYPES
 from readmodels.graph.writes import write_steps

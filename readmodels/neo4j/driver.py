@@ -15,9 +15,9 @@ from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction
 from neo4j.exceptions import AuthError, Neo4jError, ServiceUnavailable, SessionExpired, TransientError
 
 from eventloom.errors import ReadModelUnavailableError
-from readmodels.graph.cypher_io import ExecuteAsync, Row
-from readmodels.graph.neo4j_schema import apply_migrations
+from readmodels.graph.cypher.io import ExecuteAsync, Row
 from readmodels.graph.protocol import GraphStoreError, PlannedMigration
+from readmodels.neo4j.schema import apply_migrations
 
 T = TypeVar("T")
 UNREACHABLE: Final = (ServiceUnavailable, SessionExpired, TransientError, OSError)

@@ -1,0 +1,2 @@
+"""Cypher shared by every backend: reads as generators (`io`), the operator's read-only check
+(`guard`, `read_plan`)."""
