@@ -20,10 +20,11 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
 	$(BIN)/python bench/append.py
 
 clean:
-	rm -rf $(VENV) .eventloom-demo .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .eventloom-demo .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

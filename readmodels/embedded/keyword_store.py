@@ -24,12 +24,9 @@ from readmodels.embedded.sqlite_db import (
     unapplied,
 )
 from readmodels.keyword.common_words import CommonWords
-from readmodels.keyword.protocol import KeywordHit
+from readmodels.keyword.protocol import MAX_QUERY_WORDS, TITLE_WEIGHT, KeywordHit
 
 _WORD: Final = re.compile(r"\w+", re.UNICODE)
-MAX_QUERY_WORDS: Final = 32
-TITLE_WEIGHT: Final = 2.0
-"""BM25 weight of the title column (entity names, document titles) against the body text's 1.0."""
 
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS docs (id INTEGER PRIMARY KEY, session TEXT NOT NULL, seq INTEGER NOT NULL, "

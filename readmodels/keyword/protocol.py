@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
 import msgspec
 
 from readmodels.documents import DocKind, EventDocs, MemoryDoc
+
+MAX_QUERY_WORDS: Final = 32
+"""A question's words searched at most, on every backend."""
+TITLE_WEIGHT: Final = 2.0
+"""BM25 weight of the title column (entity names, document titles) against the body text's 1.0."""
 
 
 class KeywordHit(msgspec.Struct, frozen=True, kw_only=True):

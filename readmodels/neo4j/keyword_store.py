@@ -15,9 +15,8 @@ from typing import Final
 
 from eventloom.event import citation
 from readmodels.documents import DocKind, EventDocs
-from readmodels.embedded.keyword_store import MAX_QUERY_WORDS, TITLE_WEIGHT
 from readmodels.graph.cypher.io import Row
-from readmodels.keyword.protocol import KeywordHit
+from readmodels.keyword.protocol import MAX_QUERY_WORDS, TITLE_WEIGHT, KeywordHit
 from readmodels.neo4j.docs import DOC_MAP, ORDER_HITS, Neo4jDocs, as_doc, doc_filters, doc_rows
 from readmodels.neo4j.schema import DEFAULT_VECTOR_DIMENSIONS
 

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 from readmodels.checkout.assemble import assemble_context
 from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
-from readmodels.embedded.inferred_store import SqliteInferredStore
 from readmodels.inferred.model import InferredStatus
+from readmodels.inferred.protocol import InferredStatusReader
 from readmodels.query.protocol import MemoryUnavailableError
 from readmodels.retrieval.causal import CausalChain, CausalRequest, causal_chain
 from readmodels.retrieval.model import Query, QueryResult
@@ -18,7 +18,7 @@ class LocalMemory:
     def __init__(
         self,
         models: Callable[[], ReadModels],
-        inferred: Callable[[], SqliteInferredStore | None] = lambda: None,
+        inferred: Callable[[], InferredStatusReader | None] = lambda: None,
     ) -> None:
         self.retriever = Retriever(models)
         self._models = models
