@@ -38,7 +38,7 @@ from gateway.node_process import NodeProcess
 from projectors.graph.plugin import EmbeddedGraphProjector
 from projectors.plugins import load_projector
 from projectors.rebuild import rebuild
-from projectors.runtime import ProjectorRunner, RunnerOptions
+from projectors.runner import ProjectorRunner, RunnerOptions
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

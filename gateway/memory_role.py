@@ -12,7 +12,7 @@ from projectors.doc_projector import InPlaceDocProjector
 from projectors.generational import GenerationalProjector
 from projectors.graph.projector import GraphProjector
 from projectors.protocol import Projector
-from projectors.runtime import ProjectorRunner
+from projectors.runner import ProjectorRunner
 from readmodels.embedded.graph_store import LadybugGraphStore
 from readmodels.embedded.inferred_store import SqliteInferredStore
 from readmodels.keyword.protocol import KeywordStore

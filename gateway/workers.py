@@ -11,7 +11,7 @@ from gateway.memory_role import LiveReadModels
 from projectors.emitter import ProducerProjection
 from projectors.graph.projector import GraphProjector
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available, load_producer, load_projector
-from projectors.runtime import ProjectorRunner, TroubleListener
+from projectors.runner import ProjectorRunner, TroubleListener
 from readmodels.query.cypher_service import serve_cypher
 
 

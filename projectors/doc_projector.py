@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Generic, Protocol, TypeVar
 
 from eventloom.event import Event
-from projectors.documents import memory_docs
+from projectors.memory_docs import memory_docs
 from readmodels.documents import EventDocs
 
 

@@ -1,7 +1,7 @@
 """`GenerationalProjector`: a projector whose read model is one embedded file per generation.
 
 The keyword, vector and inferred-edge models are each a SQLite file under `<data>/readmodels/<name>/`
-(`readmodels.generations`): the live projector writes `current`; `eventloom rebuild <name>` builds the
+(`projectors.generations`): the live projector writes `current`; `eventloom rebuild <name>` builds the
 next generation (`context.generation`) and swaps it in, and the live projector follows `current` when it
 is opened again. Each event becomes one batch item (`changes`), applied with the checkpoints in one
 transaction by the store.
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from eventloom.event import Event
+from projectors.generations import Generations
 from projectors.plugins import PluginContext
-from readmodels.generations import Generations
 
 Item_contra = TypeVar("Item_contra", contravariant=True)
 

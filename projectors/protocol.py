@@ -1,6 +1,6 @@
 """The plug-in contracts: a `Projector` builds a read model; a `Producer` derives new events.
 
-Both are small on purpose. The runtime (`projectors.runtime`) owns everything else: the durable consumer,
+Both are small on purpose. The runtime (`projectors.runner`) owns everything else: the durable consumer,
 batching, ordering per session, retries, dead letters, checkpoints and the fences that make a derived event
 appear once, ever.
 """
@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 import msgspec
 
 from eventloom.event import Event
-from readmodels.generations import Generations
+from projectors.generations import Generations
 
 
 @runtime_checkable
@@ -48,7 +48,7 @@ class SkipsSessions(Protocol):
 
 @runtime_checkable
 class Rebuildable(Protocol):
-    """A projector rebuilt into a new generation, then swapped in (see readmodels.generations).
+    """A projector rebuilt into a new generation, then swapped in (see projectors.generations).
 
     The runner notices a swap, reopens the projector on the new generation and continues from the stream
     sequence the rebuild recorded.

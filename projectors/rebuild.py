@@ -26,7 +26,7 @@ from eventloom.keys import KeyStore
 from eventloom.log import EventLog
 from projectors.plugins import load_projector
 from projectors.protocol import Projector, Rebuildable
-from projectors.runtime import ProjectorRunner, RunnerOptions
+from projectors.runner import ProjectorRunner, RunnerOptions
 
 
 class RebuildReport(msgspec.Struct, frozen=True, kw_only=True):

@@ -14,10 +14,10 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from eventloom.settings import Settings
+from gateway.cli.demo_story import CHAT, WORK, Told, tell
 from gateway.mcp.client import ToolCall, ToolCallFailed, tool_caller
 from gateway.mcp.http import http_role
 from gateway.node import Node
-from gateway.story import CHAT, WORK, Told, tell
 
 EVERY_TOOL = {
     "memory_append",

@@ -7,8 +7,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from eventloom.event import Event
-from projectors.documents import memory_docs
 from projectors.inferred.extract import inferred_changes
+from projectors.memory_docs import memory_docs
 from readmodels.embedded.inferred_store import SqliteInferredStore
 from readmodels.embedded.keyword_store import SqliteKeywordStore
 from readmodels.embedded.vector_store import SqliteVectorStore

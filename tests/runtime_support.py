@@ -16,7 +16,7 @@ import nats.js.errors
 from eventloom.keys import KeyStore
 from eventloom.log import EventLog
 from projectors.protocol import Projector
-from projectors.runtime import ProjectorRunner, RunnerOptions
+from projectors.runner import ProjectorRunner, RunnerOptions
 
 SAMPLE_PLUGIN = Path(__file__).resolve().parent / "fixtures" / "sample_plugin"
 FAST = RunnerOptions(batch=50, max_deliver=3, backoff_s=(0.05, 0.1), fetch_timeout_s=0.2, retry_check_s=0.2)

@@ -23,8 +23,8 @@ from eventloom.runtime import read_runtime
 from eventloom.settings import Settings
 from gateway.cli import global_options_first
 from gateway.cli.demo import _show as show_demo
+from gateway.cli.demo_story import Told
 from gateway.node_process import NodeProcess
-from gateway.story import Told
 from readmodels.embedded import graph_schema as ladybug_schema
 from readmodels.neo4j import schema as neo4j_schema
 from tests.conftest import cli_env, run_cli

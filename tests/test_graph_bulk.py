@@ -9,7 +9,7 @@ import ladybug
 import pytest
 
 from eventloom.errors import ReadModelBrokenError
-from projectors.graph.extract import extract
+from projectors.graph.registry import extract
 from readmodels.embedded.graph_bulk import LadybugBulkLoader
 from readmodels.embedded.graph_store import LadybugGraphStore, run_rows
 from readmodels.graph.bulk.tables import (

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from projectors.graph.extract import extract
+from projectors.graph.registry import extract
 from readmodels.graph.protocol import GraphStore
 from tests import test_graph_support as support
 from tests.test_graph_support import (

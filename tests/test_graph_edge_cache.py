@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from projectors.graph.extract import extract
+from projectors.graph.registry import extract
 from readmodels.embedded.graph_store import LadybugGraphStore
 from readmodels.graph.edge_cache import Fetch, OpenEdgeCache
 from readmodels.graph.plan import EdgeDemands, RelationRow

@@ -13,7 +13,7 @@ import pytest
 
 from eventloom.event import Event
 from eventloom.schemas.catalogue import BUILTIN_EVENT_TYPES
-from projectors.graph.extract import BUILTIN_EXTRACTORS, extract, extractor_for, generic, register_extractor
+from projectors.graph.registry import BUILTIN_EXTRACTORS, extract, extractor_for, generic, register_extractor
 from readmodels.graph.model import (
     EdgeRetraction,
     EntityAssertion,

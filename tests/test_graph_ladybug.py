@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from projectors.graph.extract import extract
+from projectors.graph.registry import extract
 from readmodels.embedded import graph_store as ladybug_store
 from readmodels.embedded import graph_writes as ladybug_writes
 from readmodels.embedded.graph_store import LadybugGraphStore

@@ -20,9 +20,9 @@ from eventloom.keys import KeyStore
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.node_process import NodeProcess
-from projectors.graph.extract import extract
 from projectors.graph.projector import GraphProjector
 from projectors.graph.rebuild_neo4j import rebuild_neo4j_from_ledger, rebuild_neo4j_from_stream
+from projectors.graph.registry import extract
 from readmodels.documents import MemoryDoc
 from readmodels.embedded.graph_store import LadybugGraphStore
 from readmodels.graph.protocol import GraphStoreError, MigrationChecksumError

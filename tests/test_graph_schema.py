@@ -10,7 +10,7 @@ from typing import Any
 import ladybug
 import pytest
 
-from projectors.graph.extract import extract
+from projectors.graph.registry import extract
 from readmodels.embedded.graph_schema import apply_migrations, schema_plan, typed_rel_ddl
 from readmodels.embedded.graph_store import LadybugGraphStore
 from readmodels.graph.cypher.io import Execute

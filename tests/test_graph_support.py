@@ -17,7 +17,7 @@ import msgspec
 import pytest
 
 from eventloom.event import Event, compute_hash, utc_timestamp
-from projectors.graph.extract import extract
+from projectors.graph.registry import extract
 from readmodels.embedded.graph_store import LadybugGraphStore
 from readmodels.graph.protocol import GraphStore
 from readmodels.neo4j.graph_store import Neo4jGraphStore

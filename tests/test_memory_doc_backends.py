@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from projectors.documents import memory_docs
+from projectors.memory_docs import memory_docs
 from readmodels.documents import EventDocs, MemoryDoc
 from readmodels.embedded import sqlite_db
 from readmodels.embedded.keyword_store import SqliteKeywordStore

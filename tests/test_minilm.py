@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from projectors.documents import memory_docs
+from projectors.memory_docs import memory_docs
 from readmodels.embedded.vector_store import SqliteVectorStore
 from readmodels.vector import minilm
 from readmodels.vector.embedders import (

@@ -35,7 +35,7 @@ from eventloom.settings import Settings
 from projectors.emitter import ProducerProjection
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available, load_producer, load_projector
 from projectors.protocol import Producer, Projector, Rebuildable
-from projectors.runtime import ProjectorRunner
+from projectors.runner import ProjectorRunner
 from tests.conftest import REPO, cli_env, run_cli
 from tests.runtime_support import drained, install_plugin, running
 

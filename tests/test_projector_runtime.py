@@ -19,7 +19,7 @@ from projectors.emitter import ProducerProjection
 from projectors.partitions import parse_partitions
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available, load_producer, load_projector
 from projectors.protocol import Projector
-from projectors.runtime import ProjectorRunner, RunnerOptions
+from projectors.runner import ProjectorRunner, RunnerOptions
 from tests.runtime_support import drained, install_plugin, running
 
 pytestmark = pytest.mark.anyio

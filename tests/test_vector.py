@@ -11,8 +11,8 @@ import pytest
 from eventloom.log import EventLog
 from eventloom.request import AppendRequest
 from eventloom.settings import Settings
-from projectors.documents import memory_docs
 from projectors.generational import GenerationalProjector
+from projectors.memory_docs import memory_docs
 from projectors.plugins import load_projector
 from projectors.rebuild import rebuild
 from readmodels.embedded.vector_store import SqliteVectorStore

@@ -18,9 +18,9 @@ from eventloom.ledger.files import ledger_sessions
 from eventloom.runtime import read_runtime
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, run, settings_of
+from gateway.cli.demo_story import CHAT, WORK, Told, tell
 from gateway.mcp.client import stdio_server, tool_caller
 from gateway.node import node_url
-from gateway.story import CHAT, WORK, Told, tell
 
 
 def register(app: typer.Typer) -> None:

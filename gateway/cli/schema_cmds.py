@@ -11,11 +11,11 @@ import typer
 from eventloom.runtime import read_runtime
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, print_json, run, settings_of
+from projectors.generations import Generations
 from projectors.graph.plugin import DATABASE
 from readmodels.backends import neo4j_store
 from readmodels.embedded import graph_schema as ladybug_schema
 from readmodels.embedded.graph_store import LadybugGraphStore
-from readmodels.generations import Generations
 from readmodels.graph.protocol import GraphStoreError, PlannedMigration
 from readmodels.neo4j import schema as neo4j_schema
 from readmodels.vector.embedders import vector_width

@@ -21,7 +21,7 @@ from gateway.node import role_of_consumer
 from gateway.workers import enabled_producers, enabled_projectors, producer_runner, projector_runner
 from projectors.partitions import parse_partitions
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available
-from projectors.runtime import ProjectorRunner
+from projectors.runner import ProjectorRunner
 from projectors.status import ConsumerStatus, consumer_statuses
 
 T = TypeVar("T")

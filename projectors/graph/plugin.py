@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from eventloom.errors import EventloomError
+from projectors.generations import Generations
 from projectors.graph.projector import GraphProjector
 from projectors.plugins import PluginContext
 from readmodels.backends import neo4j_store
 from readmodels.embedded.graph_bulk import LadybugBulkLoader
 from readmodels.embedded.graph_store import LadybugGraphStore
-from readmodels.generations import Generations
 from readmodels.neo4j.graph_store import Neo4jGraphStore
 
 DATABASE = "graph.lbug"

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Generic, TypeVar
 
 from eventloom.event import Event
-from projectors.graph.extract import extract
+from projectors.graph.registry import extract
 from readmodels.graph.protocol import GraphWriter
 
 W = TypeVar("W", bound=GraphWriter)

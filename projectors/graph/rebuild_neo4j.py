@@ -28,7 +28,7 @@ from eventloom.settings import Settings
 from eventloom.verify import verify_ledger_dir
 from projectors.graph.projector import GraphProjector
 from projectors.rebuild import replay_stream
-from projectors.runtime import ProjectorRunner, RunnerOptions
+from projectors.runner import ProjectorRunner, RunnerOptions
 from readmodels.backends import neo4j_store
 from readmodels.neo4j.bulk import Neo4jBulkLoader
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from projectors.generational import GenerationalProjector
+from projectors.generations import Generations
 from projectors.inferred.extract import inferred_changes
 from projectors.plugins import PluginContext
 from readmodels.embedded.inferred_store import SqliteInferredStore
-from readmodels.generations import Generations
 from readmodels.inferred.model import EventChanges
 
 DATABASE = "inferred.sqlite"

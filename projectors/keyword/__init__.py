@@ -1,1 +1,1 @@
-"""The keyword projector: BM25 documents from every event (see `extract`)."""
+"""The keyword projector: BM25 documents from every event (see `projectors.memory_docs`)."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from eventloom.errors import EventloomError
 from projectors.doc_projector import InPlaceDocProjector
-from projectors.documents import memory_docs
 from projectors.generational import GenerationalProjector
+from projectors.memory_docs import memory_docs
 from projectors.plugins import PluginContext
 from readmodels.backends import neo4j_keyword_store
 from readmodels.documents import EventDocs

@@ -1,1 +1,1 @@
-"""The vector projector: embeddings of every memory document (`projectors.documents`)."""
+"""The vector projector: embeddings of every memory document (`projectors.memory_docs`)."""

@@ -1,7 +1,7 @@
 """Graph extraction: a registry of pure functions `Event -> EventProjection`, one per event type.
 
-Every built-in type of `eventloom.schemas.catalogue` has one (see `extract_work`, `extract_activity`,
-`extract_sources`, `extract_memory`, `extract_inference`); plug-ins add theirs with `register_extractor`.
+Every built-in type of `eventloom.schemas.catalogue` has one (the modules of `projectors.graph.extractors`:
+`work`, `activity`, `sources`, `memory`, `inference`); plug-ins add theirs with `register_extractor`.
 An event of an unknown type projects its spine node and one generic entity (type `event`). So does a
 known type whose payload no longer fits its schema, or whose extraction would write something invalid:
 the session spine stays complete and the problem is recorded on that entity (`invalid_payload`), instead
@@ -15,12 +15,12 @@ from typing import Final
 import msgspec
 
 from eventloom.event import Event
-from projectors.graph.extract_activity import EXTRACTORS as ACTIVITY
-from projectors.graph.extract_inference import EXTRACTORS as INFERENCE
-from projectors.graph.extract_memory import EXTRACTORS as MEMORY
-from projectors.graph.extract_sources import EXTRACTORS as SOURCES
-from projectors.graph.extract_work import EXTRACTORS as WORK
 from projectors.graph.extraction import Extraction, Extractor, clip
+from projectors.graph.extractors.activity import EXTRACTORS as ACTIVITY
+from projectors.graph.extractors.inference import EXTRACTORS as INFERENCE
+from projectors.graph.extractors.memory import EXTRACTORS as MEMORY
+from projectors.graph.extractors.sources import EXTRACTORS as SOURCES
+from projectors.graph.extractors.work import EXTRACTORS as WORK
 from readmodels.graph.identity import encode_json
 from readmodels.graph.model import EventProjection, InvalidGraphWrite
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from eventloom.event import Event
-from projectors.graph.extract import extract
+from projectors.graph.registry import extract
 from readmodels.documents import DocKind, EventDocs, MemoryDoc
 from readmodels.graph.model import EntityAssertion, SourceCitation
 
