@@ -1,1 +1,32 @@
-"""Consumer runtime, plug-in API, built-in projectors and inference producers."""
+"""Consumer runtime, plug-in API, built-in projectors and inference producers.
+
+The plug-in API, all a plug-in needs to import from here (with `eventloom` for the event itself):
+`Projector` and `Producer` (the two contracts), `Rebuildable` and `SkipsSessions` (what a projector may
+also offer), `DerivedEvent` and `CitedEvent` (what a producer emits: a new event, citing what it derives
+from), `PluginContext` (what an entry point is called with), `Generations` (a rebuildable embedded read
+model's directories), and `ProjectorRunner` with `RunnerOptions` (and `ProducerProjection` for producers)
+to run a plug-in in your own process.
+Graph extraction for new event types: `projectors.graph.register_extractor`.
+"""
+
+from projectors.emitter import ProducerProjection
+from projectors.generations import Generations
+from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, PluginContext
+from projectors.protocol import CitedEvent, DerivedEvent, Producer, Projector, Rebuildable, SkipsSessions
+from projectors.runner import ProjectorRunner, RunnerOptions
+
+__all__ = [
+    "PRODUCERS_GROUP",
+    "PROJECTORS_GROUP",
+    "CitedEvent",
+    "DerivedEvent",
+    "Generations",
+    "PluginContext",
+    "Producer",
+    "ProducerProjection",
+    "Projector",
+    "ProjectorRunner",
+    "Rebuildable",
+    "RunnerOptions",
+    "SkipsSessions",
+]

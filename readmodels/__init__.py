@@ -1,1 +1,47 @@
-"""Read models built from the log: store contracts, backends, retrieval and the query service."""
+"""Read models built from the log: store contracts, backends, retrieval, the Memory Checkout and the query
+service.
+
+What a user of the read models imports from here: the store contracts (`GraphStore`, `KeywordStore`,
+`VectorStore`, `InferredStatusReader`, `Embedder`) and the document they index (`MemoryDoc`); a question
+and its answer (`Query`, `QueryResult`, `Hit`, `Citation`; `CausalRequest`, `CausalChain`); the checkout
+(`CheckoutRequest`, `MemoryCheckout`); and memory to ask (`MemoryService`: `MemoryClient` over NATS, or
+`LocalMemory` over stores open in this process, with `Retriever` and `ReadModels`). The backends live in
+`readmodels.neo4j` and `readmodels.embedded`; `readmodels.backends` picks them from the settings.
+"""
+
+from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
+from readmodels.documents import MemoryDoc
+from readmodels.graph.protocol import GraphStore
+from readmodels.inferred.protocol import InferredStatusReader
+from readmodels.keyword.protocol import KeywordStore
+from readmodels.query.client import MemoryClient
+from readmodels.query.local import LocalMemory
+from readmodels.query.protocol import MemoryService, MemoryUnavailableError
+from readmodels.retrieval.causal import CausalChain, CausalRequest
+from readmodels.retrieval.model import Citation, Hit, Query, QueryResult
+from readmodels.retrieval.retriever import ReadModels, Retriever
+from readmodels.vector.embedders import Embedder
+from readmodels.vector.protocol import VectorStore
+
+__all__ = [
+    "CausalChain",
+    "CausalRequest",
+    "CheckoutRequest",
+    "Citation",
+    "Embedder",
+    "GraphStore",
+    "Hit",
+    "InferredStatusReader",
+    "KeywordStore",
+    "LocalMemory",
+    "MemoryCheckout",
+    "MemoryClient",
+    "MemoryDoc",
+    "MemoryService",
+    "MemoryUnavailableError",
+    "Query",
+    "QueryResult",
+    "ReadModels",
+    "Retriever",
+    "VectorStore",
+]

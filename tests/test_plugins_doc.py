@@ -356,3 +356,15 @@ def test_every_eventloom_command_in_the_doc_exists_with_its_options() -> None:
             assert option in result.stdout, f"`eventloom {' '.join(command)}` has no option {option}"
         checked.add(command)
     assert len(checked) >= 10
+
+
+def test_the_doc_imports_eventloom_only_through_its_front_doors() -> None:
+    """A plug-in author needs `eventloom` and `projectors` (their `__all__`), nothing deeper."""
+    imports = re.findall(
+        r"^\s*from ((?:eventloom|projectors|readmodels)[\w.]*) import (.+)$", DOC.read_text(), re.M
+    )
+    assert imports, "docs/plugins.md imports nothing from Eventloom"
+    for module, names in imports:
+        assert module in {"eventloom", "projectors", "projectors.graph"}, f"docs/plugins.md imports {module}"
+        exported = set(importlib.import_module(module).__all__)
+        assert {n.strip() for n in names.split(",")} <= exported, (module, names)
