@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from projectors.doc_projector import InPlaceDocProjector
-from projectors.generational import GenerationalProjector
-from projectors.graph.projector import GraphProjector
 from projectors.protocol import Projector
 from projectors.runner import ProjectorRunner
+from projectors.tracking import TrackingProjector
 from readmodels.embedded.graph_store import LadybugGraphStore
 from readmodels.embedded.inferred_store import SqliteInferredStore
 from readmodels.keyword.protocol import KeywordStore
@@ -56,7 +54,7 @@ def read_models(projectors: Mapping[str, Projector]) -> ReadModels:
 def store_of(projectors: Mapping[str, Projector], name: str) -> object | None:
     """The store of a built-in projector (embedded or Neo4j flavour alike): they all keep it in `store`."""
     projector = projectors.get(name)
-    if isinstance(projector, GraphProjector | GenerationalProjector | InPlaceDocProjector):
+    if isinstance(projector, TrackingProjector):
         store: object = projector.store
         return store
     return None

@@ -5,7 +5,9 @@ The plug-in API, all a plug-in needs to import from here (with `eventloom` for t
 also offer), `DerivedEvent` and `CitedEvent` (what a producer emits: a new event, citing what it derives
 from), `PluginContext` (what an entry point is called with), `Generations` (a rebuildable embedded read
 model's directories), and `ProjectorRunner` with `RunnerOptions` (and `ProducerProjection` for producers)
-to run a plug-in in your own process.
+to run a plug-in in your own process. `TrackingProjector` drives any store that keeps its checkpoints in
+the same write (`readmodels.TrackingRecorder`): a plug-in whose store does only needs that and a function
+from an event to a batch item.
 Graph extraction for new event types: `projectors.graph.register_extractor`.
 """
 
@@ -14,6 +16,7 @@ from projectors.generations import Generations
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, PluginContext
 from projectors.protocol import CitedEvent, DerivedEvent, Producer, Projector, Rebuildable, SkipsSessions
 from projectors.runner import ProjectorRunner, RunnerOptions
+from projectors.tracking import TrackingProjector
 
 __all__ = [
     "PRODUCERS_GROUP",
@@ -29,4 +32,5 @@ __all__ = [
     "Rebuildable",
     "RunnerOptions",
     "SkipsSessions",
+    "TrackingProjector",
 ]

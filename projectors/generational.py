@@ -9,32 +9,23 @@ transaction by the store.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from eventloom.event import Event
 from projectors.generations import Generations
 from projectors.plugins import PluginContext
+from projectors.tracking import TrackingProjector
+from readmodels.tracking import TrackingRecorder
 
-Item_contra = TypeVar("Item_contra", contravariant=True)
-
-
-class EmbeddedStore(Protocol[Item_contra]):
-    async def open(self) -> None: ...
-
-    async def close(self) -> None: ...
-
-    async def applied_seqs(self, projector: str, sessions: Sequence[str]) -> dict[str, int]: ...
-
-    async def apply(self, projector: str, batch: Sequence[Item_contra]) -> int: ...
-
-
-S = TypeVar("S", bound=EmbeddedStore[Any])
+S = TypeVar("S", bound=TrackingRecorder[Any])
 Item = TypeVar("Item")
 
 
-class GenerationalProjector(Generic[S, Item]):
+class GenerationalProjector(TrackingProjector[S, Item]):
+    """A `TrackingProjector` whose store is a file in the live generation (or the one being built)."""
+
     def __init__(
         self,
         context: PluginContext,
@@ -42,15 +33,12 @@ class GenerationalProjector(Generic[S, Item]):
         store: Callable[[Path], S],
         changes: Callable[[Event], Item],
     ) -> None:
-        self.name = context.name
-        self.skipped_sessions = context.memory_skips
         self.generations = Generations(context.state_dir)
         self.generation = 0
         self._build_into = context.generation
         self._database_name = database
         self._make_store = store
-        self._changes = changes
-        self.store = store(self._database())
+        super().__init__(context.name, store(self._database()), changes, context.memory_skips)
 
     def _database(self) -> Path:
         if self._build_into is not None:
@@ -60,14 +48,5 @@ class GenerationalProjector(Generic[S, Item]):
         return directory / self._database_name
 
     async def open(self) -> None:
-        self.store = self._make_store(self._database())
+        self.store = self._make_store(self._database())  # the live generation may have been swapped
         await self.store.open()
-
-    async def applied_seqs(self, sessions: Sequence[str]) -> dict[str, int]:
-        return await self.store.applied_seqs(self.name, sessions)
-
-    async def apply(self, events: Sequence[Event]) -> None:
-        await self.store.apply(self.name, [self._changes(event) for event in events])
-
-    async def close(self) -> None:
-        await self.store.close()

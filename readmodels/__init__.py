@@ -1,7 +1,8 @@
 """Read models built from the log: store contracts, backends, retrieval, the Memory Checkout and the query
 service.
 
-What a user of the read models imports from here: the store contracts (`GraphStore`, `KeywordStore`,
+What a user of the read models imports from here: the checkpoint contract every store keeps
+(`TrackingRecorder`), the store contracts (`GraphStore`, `KeywordStore`,
 `VectorStore`, `InferredStatusReader`, `Embedder`) and the document they index (`MemoryDoc`); a question
 and its answer (`Query`, `QueryResult`, `Hit`, `Citation`; `CausalRequest`, `CausalChain`); the checkout
 (`CheckoutRequest`, `MemoryCheckout`); and memory to ask (`MemoryService`: `MemoryClient` over NATS, or
@@ -20,6 +21,7 @@ from readmodels.query.protocol import MemoryService, MemoryUnavailableError
 from readmodels.retrieval.causal import CausalChain, CausalRequest
 from readmodels.retrieval.model import Citation, Hit, Query, QueryResult
 from readmodels.retrieval.retriever import ReadModels, Retriever
+from readmodels.tracking import TrackingRecorder
 from readmodels.vector.embedders import Embedder
 from readmodels.vector.protocol import VectorStore
 
@@ -43,5 +45,6 @@ __all__ = [
     "QueryResult",
     "ReadModels",
     "Retriever",
+    "TrackingRecorder",
     "VectorStore",
 ]

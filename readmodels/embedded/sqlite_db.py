@@ -13,7 +13,9 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Final, Protocol, TypeVar
+from typing import Final, TypeVar
+
+from readmodels.tracking import Applied
 
 T = TypeVar("T")
 READERS: Final = 2
@@ -118,19 +120,6 @@ _UPSERT_CHECKPOINT: Final = (
     "INSERT INTO checkpoints (projector, session, seq, event_hash) VALUES (?, ?, ?, ?) ON CONFLICT "
     "(projector, session) DO UPDATE SET seq = excluded.seq, event_hash = excluded.event_hash"
 )
-
-
-class Applied(Protocol):
-    """What a batch item needs for exactly-once: its event's place in the log."""
-
-    @property
-    def session(self) -> str: ...
-
-    @property
-    def seq(self) -> int: ...
-
-    @property
-    def event_hash(self) -> str: ...
 
 
 A = TypeVar("A", bound=Applied)

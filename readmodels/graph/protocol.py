@@ -7,7 +7,7 @@ temporal resolution is done once, backend-neutrally, by `readmodels.graph.versio
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import msgspec
@@ -22,6 +22,7 @@ from readmodels.graph.records import (
     RelationEdge,
     SourceCitationRecord,
 )
+from readmodels.tracking import TrackingRecorder
 
 T = TypeVar("T")
 
@@ -54,31 +55,12 @@ class PlannedMigration(msgspec.Struct, frozen=True, kw_only=True):
         return len(self.statements)
 
 
-@runtime_checkable
-class GraphWriter(Protocol):
-    """What the graph projector needs: checkpoints, and batches written with them exactly once."""
-
-    async def open(self) -> None:
-        """Connect and apply missing migrations (idempotent; a changed checksum is refused)."""
-        ...
-
-    async def close(self) -> None: ...
-
-    async def applied_seqs(self, projector: str, sessions: Sequence[str]) -> dict[str, int]:
-        """The last seq `projector` applied per session (sessions never applied are absent)."""
-        ...
-
-    async def apply(self, projector: str, projections: Sequence[EventProjection]) -> int:
-        """Write a batch and the per-(projector, session) checkpoint in ONE transaction.
-
-        Projections at or below the checkpoint are skipped; returns how many were applied. Within a
-        session the batch must be in seq order. On any error nothing of the batch is written.
-        """
-        ...
+GraphWriter = TrackingRecorder[EventProjection]
+"""What the graph projector needs: checkpoints, and batches of projections written with them exactly once."""
 
 
 @runtime_checkable
-class GraphStore(GraphWriter, Protocol):
+class GraphStore(TrackingRecorder[EventProjection], Protocol):
     """A temporal graph of sessions, events, entity versions, relations, sources and observations.
 
     Every method is async; a backend whose driver is synchronous runs it in worker threads.

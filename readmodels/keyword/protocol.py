@@ -8,6 +8,7 @@ from typing import Final, Protocol, runtime_checkable
 import msgspec
 
 from readmodels.documents import DocKind, EventDocs, MemoryDoc
+from readmodels.tracking import TrackingRecorder
 
 MAX_QUERY_WORDS: Final = 32
 """A question's words searched at most, on every backend."""
@@ -24,20 +25,7 @@ class KeywordHit(msgspec.Struct, frozen=True, kw_only=True):
 
 
 @runtime_checkable
-class KeywordStore(Protocol):
-    async def open(self) -> None: ...
-
-    async def close(self) -> None: ...
-
-    async def applied_seqs(self, projector: str, sessions: Sequence[str]) -> dict[str, int]:
-        """The last seq `projector` applied per session."""
-        ...
-
-    async def apply(self, projector: str, batch: Sequence[EventDocs]) -> int:
-        """Index a batch and the per-(projector, session) checkpoint in one transaction; events at or
-        below the checkpoint are skipped. Returns how many events were applied."""
-        ...
-
+class KeywordStore(TrackingRecorder[EventDocs], Protocol):
     async def search(
         self,
         text: str,

@@ -8,6 +8,7 @@ from typing import Protocol, runtime_checkable
 import msgspec
 
 from readmodels.documents import DocKind, EventDocs, MemoryDoc
+from readmodels.tracking import TrackingRecorder
 
 
 class VectorHit(msgspec.Struct, frozen=True, kw_only=True):
@@ -26,23 +27,10 @@ def embedded_text(doc: MemoryDoc) -> str:
 
 
 @runtime_checkable
-class VectorStore(Protocol):
+class VectorStore(TrackingRecorder[EventDocs], Protocol):
     tag: str
     """The vector space of this store's embedder (`readmodels.vector.embedders.tag`); only vectors of
     this tag are ever compared with a query."""
-
-    async def open(self) -> None: ...
-
-    async def close(self) -> None: ...
-
-    async def applied_seqs(self, projector: str, sessions: Sequence[str]) -> dict[str, int]:
-        """The last seq `projector` applied per session."""
-        ...
-
-    async def apply(self, projector: str, batch: Sequence[EventDocs]) -> int:
-        """Embed and store a batch and the per-(projector, session) checkpoint in one transaction; events
-        at or below the checkpoint are skipped. Returns how many events were applied."""
-        ...
 
     async def search(
         self,
