@@ -18,7 +18,7 @@ from readmodels.keyword.protocol import KeywordStore
 from readmodels.query.client import MemoryClient
 from readmodels.query.local import LocalMemory
 from readmodels.query.protocol import MemoryService, MemoryUnavailableError
-from readmodels.retrieval.causal import CausalChain, CausalRequest
+from readmodels.retrieval.causal_chains import CausalChain, CausalRequest
 from readmodels.retrieval.model import Citation, Hit, Query, QueryResult
 from readmodels.retrieval.retriever import ReadModels, Retriever
 from readmodels.tracking import TrackingRecorder

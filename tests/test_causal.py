@@ -22,7 +22,7 @@ from readmodels.query.client import MemoryClient
 from readmodels.query.local import LocalMemory
 from readmodels.query.protocol import MemoryUnavailableError
 from readmodels.query.service import SUBJECT_PREFIX, Reply, serve_memory
-from readmodels.retrieval.causal import CausalChain, CausalRequest, Direction, causal_chain
+from readmodels.retrieval.causal_chains import CausalChain, CausalRequest, Direction, causal_chain
 from readmodels.retrieval.model import QueryError
 from readmodels.retrieval.retriever import ReadModels
 from tests import test_graph_support as support

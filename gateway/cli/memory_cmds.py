@@ -18,7 +18,7 @@ from readmodels.embedded.inferred_store import SqliteInferredStore
 from readmodels.inferred.model import InferredStatus, Stats
 from readmodels.query.client import MemoryClient
 from readmodels.query.protocol import MemoryUnavailableError
-from readmodels.retrieval.causal import (
+from readmodels.retrieval.causal_chains import (
     DEFAULT_CAUSAL_DEPTH,
     DEFAULT_CAUSAL_LIMIT,
     CausalChain,

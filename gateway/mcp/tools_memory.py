@@ -28,7 +28,7 @@ from gateway.mcp.backend import Backend
 from gateway.mcp.caller import current_caller
 from gateway.mcp.failures import ToolFailure
 from readmodels.checkout.model import DEFAULT_TOKEN_BUDGET, CheckoutRequest
-from readmodels.retrieval.causal import CausalRequest
+from readmodels.retrieval.causal_chains import CausalRequest
 from readmodels.retrieval.fusion import Lane
 from readmodels.retrieval.model import DEFAULT_DEPTH, DEFAULT_LIMIT, Query
 

@@ -12,7 +12,7 @@ from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
 from readmodels.inferred.model import InferredStatus
 from readmodels.query.protocol import MemoryUnavailableError
 from readmodels.query.service import SUBJECT_PREFIX, InferredRequest, Reply, ServiceHealth
-from readmodels.retrieval.causal import CausalChain, CausalRequest
+from readmodels.retrieval.causal_chains import CausalChain, CausalRequest
 from readmodels.retrieval.model import Query, QueryError, QueryResult
 
 T = TypeVar("T")

@@ -9,7 +9,7 @@ from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
 from readmodels.inferred.model import InferredStatus
 from readmodels.inferred.protocol import InferredStatusReader
 from readmodels.query.protocol import MemoryUnavailableError
-from readmodels.retrieval.causal import CausalChain, CausalRequest, causal_chain
+from readmodels.retrieval.causal_chains import CausalChain, CausalRequest, causal_chain
 from readmodels.retrieval.model import Query, QueryResult
 from readmodels.retrieval.retriever import ReadModels, Retriever
 

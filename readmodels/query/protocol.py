@@ -6,7 +6,7 @@ from typing import Protocol
 
 from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
 from readmodels.inferred.model import InferredStatus
-from readmodels.retrieval.causal import CausalChain, CausalRequest
+from readmodels.retrieval.causal_chains import CausalChain, CausalRequest
 from readmodels.retrieval.model import Query, QueryResult
 
 
@@ -22,5 +22,5 @@ class MemoryService(Protocol):
     async def inferred_status(self, session: str | None = None) -> InferredStatus: ...
 
     async def causal(self, request: CausalRequest) -> CausalChain:
-        """The causal successors or predecessors of an entity (`readmodels.retrieval.causal`)."""
+        """The causal successors or predecessors of an entity (`readmodels.retrieval.causal_chains`)."""
         ...

@@ -23,7 +23,7 @@ from nats.aio.msg import Msg
 from eventloom.runtime import RoleState
 from readmodels.checkout.model import CheckoutRequest
 from readmodels.query.protocol import MemoryService, MemoryUnavailableError
-from readmodels.retrieval.causal import CausalRequest
+from readmodels.retrieval.causal_chains import CausalRequest
 from readmodels.retrieval.model import Query, QueryError
 
 log = logging.getLogger(__name__)
