@@ -35,7 +35,7 @@ from eventloom.log import EventLog
 from eventloom.settings import Settings
 from eventloom.trust import EventVerifier
 from gateway.node_process import NodeProcess
-from projectors.graph.plugin import EmbeddedGraphProjector
+from projectors.backends import EmbeddedGraphProjector
 from projectors.plugins import load_projector
 from projectors.rebuild import rebuild
 from projectors.runner import ProjectorRunner, RunnerOptions

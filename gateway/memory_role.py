@@ -11,10 +11,9 @@ from collections.abc import Callable, Mapping
 from projectors.protocol import Projector
 from projectors.runner import ProjectorRunner
 from projectors.tracking import TrackingProjector
-from readmodels.embedded.graph_store import LadybugGraphStore
-from readmodels.embedded.inferred_store import SqliteInferredStore
+from readmodels.graph.protocol import GraphStore
+from readmodels.inferred.protocol import InferredStore
 from readmodels.keyword.protocol import KeywordStore
-from readmodels.neo4j.graph_store import Neo4jGraphStore
 from readmodels.query.local import LocalMemory
 from readmodels.retrieval.retriever import ReadModels
 from readmodels.vector.protocol import VectorStore
@@ -46,13 +45,13 @@ def read_models(projectors: Mapping[str, Projector]) -> ReadModels:
     return ReadModels(
         keyword=keyword if isinstance(keyword, KeywordStore) else None,
         vector=vector if isinstance(vector, VectorStore) else None,
-        graph=graph if isinstance(graph, LadybugGraphStore | Neo4jGraphStore) else None,
+        graph=graph if isinstance(graph, GraphStore) else None,
         trust=inferred_store(projectors),
     )
 
 
 def store_of(projectors: Mapping[str, Projector], name: str) -> object | None:
-    """The store of a built-in projector (embedded or Neo4j flavour alike): they all keep it in `store`."""
+    """The store of a built-in projector, whatever its backend: they all keep it in `store`."""
     projector = projectors.get(name)
     if isinstance(projector, TrackingProjector):
         store: object = projector.store
@@ -60,9 +59,9 @@ def store_of(projectors: Mapping[str, Projector], name: str) -> object | None:
     return None
 
 
-def inferred_store(projectors: Mapping[str, Projector]) -> SqliteInferredStore | None:
+def inferred_store(projectors: Mapping[str, Projector]) -> InferredStore | None:
     store = store_of(projectors, "inferred")
-    return store if isinstance(store, SqliteInferredStore) else None
+    return store if isinstance(store, InferredStore) else None
 
 
 def memory_over(projectors: Callable[[], Mapping[str, Projector]]) -> LocalMemory:

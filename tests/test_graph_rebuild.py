@@ -13,7 +13,7 @@ from eventloom.errors import ReadModelBrokenError
 from eventloom.log import EventLog
 from eventloom.request import AppendRequest
 from eventloom.settings import Settings
-from projectors.graph.plugin import EmbeddedGraphProjector
+from projectors.backends import EmbeddedGraphProjector
 from projectors.plugins import load_projector
 from projectors.rebuild import rebuild
 from readmodels.embedded.graph_bulk import LadybugBulkLoader

@@ -12,7 +12,7 @@ from rich.markup import escape
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, print_json, run, settings_of
-from projectors.inferred.plugin import live_database
+from projectors.backends import live_inferred_database
 from readmodels.checkout.model import DEFAULT_TOKEN_BUDGET, CheckoutRequest
 from readmodels.embedded.inferred_store import SqliteInferredStore
 from readmodels.inferred.model import InferredStatus, Stats
@@ -176,7 +176,7 @@ def _stats(stats: Stats) -> str:
 
 
 async def _status(settings: Settings, session: str | None) -> InferredStatus:
-    database = live_database(settings.data_dir / "readmodels" / "inferred")
+    database = live_inferred_database(settings.data_dir / "readmodels" / "inferred")
     if database is None or not database.exists():
         hint = "start the node (`eventloom up`) or `eventloom projector run inferred`"
         fail(f"no inferred-edge read model yet: {hint}", EXIT_FAILED)

@@ -11,8 +11,8 @@ import typer
 from eventloom.runtime import read_runtime
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, print_json, run, settings_of
+from projectors.backends import GRAPH_DATABASE
 from projectors.generations import Generations
-from projectors.graph.plugin import DATABASE
 from readmodels.backends import neo4j_store
 from readmodels.embedded import graph_schema as ladybug_schema
 from readmodels.embedded.graph_store import LadybugGraphStore
@@ -107,5 +107,5 @@ async def _apply(settings: Settings, backend: Backend) -> list[str]:
         async with neo4j_store(settings) as store:
             return store.migrations_applied
     path = await asyncio.to_thread(lambda: Generations(settings.data_dir / "readmodels" / "graph").current())
-    async with LadybugGraphStore(path / DATABASE) as ladybug_store:
+    async with LadybugGraphStore(path / GRAPH_DATABASE) as ladybug_store:
         return ladybug_store.migrations_applied

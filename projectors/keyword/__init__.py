@@ -1,1 +1,0 @@
-"""The keyword projector: BM25 documents from every event (see `projectors.memory_docs`)."""

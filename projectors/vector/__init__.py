@@ -1,1 +1,0 @@
-"""The vector projector: embeddings of every memory document (`projectors.memory_docs`)."""
