@@ -1,7 +1,7 @@
 """The writes of a `WritePlan`, once for every backend: a sequence of `WriteStep`s.
 
 A step is one parameterized statement applied to every row of a batch, each row bound as `r`: LadybugDB
-runs it as `LOAD FROM $rows <statement>` over an Arrow table (`ladybug_writes`), Neo4j as
+runs it as `LOAD FROM $rows <statement>` over an Arrow table (`readmodels.embedded.graph_writes`), Neo4j as
 `UNWIND $rows AS r <statement>` (`neo4j_writes`). Endpoints are found with separate `MATCH` clauses on
 primary keys (much faster on LadybugDB than the comma form, the same on Neo4j). The only text spliced
 into a statement is a relationship label, and that comes from `identity.typed_label` or the schema's

@@ -1,7 +1,7 @@
 """The resolving half of a bulk load (any backend), in worker processes so that it uses every core.
 
 Sessions never share a key (every entity, edge and source is per session), so a log can be resolved by
-several independent `BulkPlanner`s, one per group of sessions. `bulk_loader.BulkLoader` starts one worker per
+several independent `BulkPlanner`s, one per group of sessions. `loader.BulkLoader` starts one worker per
 core (`python -m readmodels.graph.bulk.worker DIR SPILL_EVERY_ROWS`: a plain subprocess, so it never
 re-imports the caller's main module as multiprocessing would); each reads length-prefixed msgpack batches of
 `EventProjection`s for its sessions on stdin, resolves them, and spills finished rows to Arrow files of its
