@@ -1,6 +1,7 @@
 """Bulk loading an empty LadybugDB graph: `COPY` every table from the workers' Arrow files at once.
 
-`COPY` into empty tables is LadybugDB's fast path. It maps columns by position (see `readmodels.graph.bulk.tables`).
+`COPY` into empty tables is LadybugDB's fast path. It maps columns by position (see
+`readmodels.graph.bulk.tables`).
 Not one transaction: `COPY` into empty tables is much faster on its own (a transaction defers the work to
 a ~1 s commit). A load that fails half-way leaves a generation without checkpoints that is never swapped
 in; `eventloom rebuild` starts the next one afresh.

@@ -1,4 +1,4 @@
-"""The typed reads of `GraphStore`, once for every backend (portable Cypher, see `readmodels.graph.cypher.io`).
+"""The typed reads of `GraphStore`, once for every backend (portable Cypher: `readmodels.graph.cypher.io`).
 
 Each read is a generator: it yields its statements and is sent their rows. The one dialect difference,
 the function naming a relationship's type, is a parameter.

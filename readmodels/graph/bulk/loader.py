@@ -1,11 +1,11 @@
 """`BulkLoader`: fills an EMPTY graph from a whole log, for `eventloom rebuild`, on any backend.
 
 A rebuild writes into a store that nothing reads until it is swapped in, so instead of one transaction per
-batch the log is resolved in memory by `bulk.BulkPlanner`s in worker processes, one per core, each for its
-share of the sessions (`worker`); they spill every finished row once, in its final form, to Arrow files
+batch the log is resolved in memory by `resolve.BulkPlanner`s in worker processes, one per core, each for
+its share of the sessions (`worker`); they spill every finished row once, in its final form, to Arrow files
 (memory stays bounded by the live graph). At `close` a `TableSink` loads every table from all workers'
-files, node tables first and checkpoints last: LadybugDB with `COPY` (`readmodels.embedded.graph_bulk`), Neo4j with large
-`UNWIND` batches (`neo4j_bulk`). If the rebuild stops early, `close` loads what was resolved, with matching
+files, node tables first and checkpoints last: LadybugDB with `COPY` (`readmodels.embedded.graph_bulk`),
+Neo4j with large `UNWIND` batches (`readmodels.neo4j.bulk`). If the rebuild stops early, `close` loads what was resolved, with matching
 checkpoints; if resolving failed, nothing is loaded and `ReadModelBrokenError` is raised.
 """
 
