@@ -5,8 +5,9 @@ batch the log is resolved in memory by `resolve.BulkPlanner`s in worker processe
 its share of the sessions (`worker`); they spill every finished row once, in its final form, to Arrow files
 (memory stays bounded by the live graph). At `close` a `TableSink` loads every table from all workers'
 files, node tables first and checkpoints last: LadybugDB with `COPY` (`readmodels.embedded.graph_bulk`),
-Neo4j with large `UNWIND` batches (`readmodels.neo4j.bulk`). If the rebuild stops early, `close` loads what was resolved, with matching
-checkpoints; if resolving failed, nothing is loaded and `ReadModelBrokenError` is raised.
+Neo4j with large `UNWIND` batches (`readmodels.neo4j.bulk`). If the rebuild stops early, `close` loads what
+was resolved, with matching checkpoints; if resolving failed, nothing is loaded and `ReadModelBrokenError`
+is raised.
 """
 
 from __future__ import annotations
