@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 import msgspec
 
 from eventloom.event import Event
+from eventloom.stages import StageTimes
 from projectors.generations import Generations
 
 
@@ -44,6 +45,13 @@ class SkipsSessions(Protocol):
     them (the built-in memory models skip the gateway's audit session: tool calls are not memory)."""
 
     skipped_sessions: frozenset[str]
+
+
+@runtime_checkable
+class Profiled(Protocol):
+    """A projector that reports where its time goes (extract, write, and its store's own stages)."""
+
+    def stage_times(self) -> StageTimes: ...
 
 
 @runtime_checkable

@@ -10,6 +10,7 @@ that is down (ReadModelUnavailableError) pauses the runner: nothing is acknowled
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -26,10 +27,11 @@ from eventloom.dlq import DeadLetter, dead_letter, forget_dead_letter, list_dead
 from eventloom.errors import ReadModelBrokenError, ReadModelUnavailableError
 from eventloom.event import Event, decode_event
 from eventloom.keys import KeyStore
+from eventloom.stages import StageTimes
 from eventloom.tail import event_at
 from eventloom.trust import UNVERIFIED, EventVerifier
 from projectors.partitions import consumer_name
-from projectors.protocol import Projector, Rebuildable, SkipsSessions
+from projectors.protocol import Profiled, Projector, Rebuildable, SkipsSessions
 from projectors.status import StatsPublisher
 
 log = logging.getLogger(__name__)
@@ -58,6 +60,7 @@ class RunnerStats:
     batches: int = 0
     paused_s: float = 0.0
     started_at: float = field(default_factory=time.monotonic)
+    stages: StageTimes = field(default_factory=StageTimes)
 
 
 TroubleListener = Callable[[str | None, float | None], Awaitable[None]]
@@ -68,6 +71,14 @@ TroubleListener = Callable[[str | None, float | None], Awaitable[None]]
 class _Item:
     message: Msg
     event: Event
+
+
+@dataclass
+class _Checked:
+    """A decoded batch and each event's verdict (None: it may be applied; else why not)."""
+
+    items: list[_Item]
+    verdicts: list[str | None]
 
 
 class ProjectorRunner:
@@ -122,38 +133,92 @@ class ProjectorRunner:
         if self.adopt_swaps:
             await self._follow_swap()  # a swap may have happened while this worker was down
         self.ready.set()
+        in_flight: asyncio.Task[None] | None = None
         try:
             while not stop.is_set():
-                messages = await self._consumer.fetch(
-                    self.options.batch, timeout=self.options.fetch_timeout_s
-                )
-                if messages:
-                    await self.process(messages)
-                await self._stats_publisher.publish(
-                    self.stats.applied, self.stats.dead_lettered, self.stats.refused
-                )
-                await self._retry_requested()
-                await self._follow_swap()
+                with self.stats.stages.timed("fetch"):
+                    messages = await self._consumer.fetch(
+                        self.options.batch, timeout=self.options.fetch_timeout_s
+                    )
+                # the next batch is decoded and verified while the previous one is written (the store
+                # writes on a thread of its own): the two halves of the work overlap
+                checked = await self._check(messages) if messages else None
+                if in_flight is not None:
+                    finishing, in_flight = in_flight, None
+                    await finishing
+                if checked is not None:
+                    in_flight = asyncio.create_task(self._apply_and_report(checked))
+                else:
+                    await self._report_stats()
+                if self._housekeeping_due():
+                    if in_flight is not None:
+                        finishing, in_flight = in_flight, None
+                        await finishing
+                    await self._retry_requested()
+                    await self._follow_swap()
+            if in_flight is not None:
+                await in_flight  # the batch in hand is finished, and acknowledged, before stopping
         finally:
+            if in_flight is not None and not in_flight.done():
+                in_flight.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await in_flight
             self.ready.clear()
             self._verifier.close()
             await self._consumer.close()
             await self.projector.close()
 
+    async def _apply_and_report(self, checked: _Checked) -> None:
+        await self._apply_checked(checked)
+        await self._report_stats()
+
+    async def _report_stats(self) -> None:
+        await self._stats_publisher.publish(self.stats.applied, self.stats.dead_lettered, self.stats.refused)
+
+    def _housekeeping_due(self) -> bool:
+        now = time.monotonic()
+        follows_swaps = self.adopt_swaps and isinstance(self.projector, Rebuildable)
+        return now >= self._next_retry_check or (follows_swaps and now >= self._next_swap_check)
+
+    def stage_times(self) -> StageTimes:
+        """Where this runner's time went: its own stages, then the projector's (`apply.<stage>`)."""
+        if isinstance(self.projector, Profiled):
+            return self.stats.stages.merged(self.projector.stage_times(), prefix="apply.")
+        return self.stats.stages.copy()
+
     async def process(self, messages: list[Msg]) -> None:
         """Apply one fetched batch, then acknowledge what was applied or skipped."""
-        self.stats.batches += 1
+        await self._apply_checked(await self._check(messages))
+
+    async def _check(self, messages: list[Msg]) -> _Checked:
+        """Decode and verify a batch (in stream order); nothing is applied or acknowledged yet, except what
+        cannot be an event (dead-lettered) and the sessions this projector skips."""
+        stages = self.stats.stages
         items: list[_Item] = []
-        for message in messages:
-            try:
-                items.append(_Item(message, decode_event(message.data)))
-            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                await self._dead_letter(message, None, f"not a valid event: {exc}")
+        with stages.timed("decode"):
+            for message in messages:
+                try:
+                    items.append(_Item(message, decode_event(message.data)))
+                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                    await self._dead_letter(message, None, f"not a valid event: {exc}")
         items = await self._without_skipped_sessions(items)
-        applied = await self._applied_seqs(items)
+        with stages.timed("verify"):
+            verdicts = await self._verifier.verify([item.event for item in items]) if items else []
+        for index, item in enumerate(items):
+            session, subject = item.event.session, item.message.subject
+            if verdicts[index] is None and subject.rsplit(".", 1)[-1] != session:
+                verdicts[index] = f"{UNVERIFIED}: an event of session {session} on {subject}"
+        return _Checked(items, verdicts)
+
+    async def _apply_checked(self, checked: _Checked) -> None:
+        """Order a checked batch against the read model's checkpoints, apply what is due, acknowledge."""
+        self.stats.batches += 1
+        stages = self.stats.stages
+        with stages.timed("checkpoint_read"):
+            applied = await self._applied_seqs(checked.items)
         expected: dict[str, int] = {}
         ready: list[_Item] = []
-        for item in items:
+        for item, verdict in zip(checked.items, checked.verdicts, strict=True):
             event = item.event
             applied_seq = applied.get(event.session, 0)
             if event.seq <= applied_seq:
@@ -164,41 +229,33 @@ class ProjectorRunner:
             if self.in_order and not self._only_dead_letters_between(event.session, next_seq, event.seq):
                 await item.message.nak(delay=self.options.backoff_s[0])  # a predecessor is still pending
                 continue
-            ready.append(item)
             expected[event.session] = event.seq + 1
-        ready = await self._verified(ready)
+            if verdict is None:
+                ready.append(item)
+            else:
+                await self._refuse(item, verdict)
         if not ready:
             return
         try:
-            await self._with_store(lambda: self.projector.apply([i.event for i in ready]))
+            with stages.timed("apply"):
+                await self._with_store(lambda: self.projector.apply([i.event for i in ready]))
         except ReadModelBrokenError:
             raise
         except Exception:
             await self._apply_one_by_one(ready)
             return
-        for item in ready:
-            await item.message.ack()
+        with stages.timed("ack"):
+            for item in ready:
+                await item.message.ack()
         self.stats.applied += len(ready)
 
-    async def _verified(self, items: list[_Item]) -> list[_Item]:
-        """The items whose event checks out (hash, signature, link); the rest are dead-lettered unapplied."""
-        if not items:
-            return items
-        reasons = await self._verifier.verify([item.event for item in items])
-        trusted: list[_Item] = []
-        for item, verdict in zip(items, reasons, strict=True):
-            reason = verdict
-            if reason is None and item.message.subject.rsplit(".", 1)[-1] != item.event.session:
-                reason = f"{UNVERIFIED}: an event of session {item.event.session} on {item.message.subject}"
-            if reason is None:
-                trusted.append(item)
-                continue
-            self.stats.refused += 1
-            self.stats.last_refusal = f"{item.event.session}#{item.event.seq}: {reason}"
-            stream_seq = item.message.metadata.sequence.stream
-            log.warning("%s: refused stream seq %s: %s", self.consumer, stream_seq, reason)
-            await self._dead_letter(item.message, None, reason, session=item.event.session)
-        return trusted
+    async def _refuse(self, item: _Item, reason: str) -> None:
+        """Dead-letter an event that failed verification, unapplied (nothing it claims is taken as true)."""
+        self.stats.refused += 1
+        self.stats.last_refusal = f"{item.event.session}#{item.event.seq}: {reason}"
+        stream_seq = item.message.metadata.sequence.stream
+        log.warning("%s: refused stream seq %s: %s", self.consumer, stream_seq, reason)
+        await self._dead_letter(item.message, None, reason, session=item.event.session)
 
     async def _follow_swap(self) -> None:
         """After `eventloom rebuild` swapped in a new generation: reopen on it and continue where it ends."""

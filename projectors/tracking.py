@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 from eventloom.event import Event
+from eventloom.stages import StageTimes
 from readmodels.tracking import TrackingRecorder
 
 R = TypeVar("R", bound=TrackingRecorder[Any])
@@ -33,6 +34,7 @@ class TrackingProjector(Generic[R, Item]):
         self.store = store
         self.translate = translate
         self.skipped_sessions = skipped_sessions
+        self.stages = StageTimes()
 
     async def open(self) -> None:
         await self.store.open()
@@ -44,4 +46,14 @@ class TrackingProjector(Generic[R, Item]):
         return await self.store.applied_seqs(self.name, sessions)
 
     async def apply(self, events: Sequence[Event]) -> None:
-        await self.store.apply(self.name, [self.translate(event) for event in events])
+        with self.stages.timed("extract"):
+            batch = [self.translate(event) for event in events]
+        with self.stages.timed("write"):
+            await self.store.apply(self.name, batch)
+
+    def stage_times(self) -> StageTimes:
+        """Extract and write, and within write the store's own stages (`write.<stage>`) where it has them."""
+        store_stages = getattr(self.store, "stages", None)
+        if isinstance(store_stages, StageTimes):
+            return self.stages.merged(store_stages, prefix="write.")
+        return self.stages.copy()

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import ladybug
 
+from eventloom.stages import StageTimes
 from readmodels.embedded.graph_schema import apply_migrations, typed_rel_ddl
 from readmodels.embedded.graph_writes import write_plan
 from readmodels.graph import reads
@@ -85,6 +86,8 @@ class LadybugGraphStore:
         self.migrations_applied: list[str] = []
         """The migrations the last `open` applied (none when the schema was up to date)."""
         self._open_edges = OpenEdgeCache()  # this store is its database's only writer
+        self.stages = StageTimes()
+        """Where `apply` spends its time (checkpoints, snapshot, open edges, resolve, rows, commit)."""
         self._is_open = False
         self._lifecycle = asyncio.Lock()
 
@@ -238,10 +241,12 @@ class LadybugGraphStore:
         return await self._writing(lambda: self._apply_sync(projector, batch))
 
     def _apply_sync(self, projector: str, projections: list[EventProjection]) -> int:
+        timed = self.stages.timed
         self._write("BEGIN TRANSACTION")
         try:
             sessions = list(dict.fromkeys(p.event.session for p in projections))
-            applied = run_sync(read_checkpoints(projector, sessions), self._write)
+            with timed("checkpoints"):
+                applied = run_sync(read_checkpoints(projector, sessions), self._write)
             todo: list[EventProjection] = []
             for projection in projections:
                 event = projection.event
@@ -249,15 +254,20 @@ class LadybugGraphStore:
                     applied[event.session] = event.seq
                     todo.append(projection)
             if todo:
-                snapshot = run_sync(load_snapshot(load_request(todo)), self._write)
-                probe = Resolver(snapshot)  # a first pass names the stored edges the batch needs
-                probe.resolve(todo)
-                snapshot.open_edges = self._open_edges.load(
-                    probe.demands, lambda demands: run_sync(load_open_edges(demands), self._write)
-                )
-                plan = Resolver(snapshot).resolve(todo)
-                write_plan(self._write, plan, projector, self._ensure_typed)
-            self._write("COMMIT")
+                with timed("snapshot"):
+                    snapshot = run_sync(load_snapshot(load_request(todo)), self._write)
+                with timed("resolve"):
+                    probe = Resolver(snapshot)  # a first pass names the stored edges the batch needs
+                    probe.resolve(todo)
+                with timed("open_edges"):
+                    snapshot.open_edges = self._open_edges.load(
+                        probe.demands, lambda demands: run_sync(load_open_edges(demands), self._write)
+                    )
+                with timed("resolve"):
+                    plan = Resolver(snapshot).resolve(todo)
+                write_plan(self._write, plan, projector, self._ensure_typed, self.stages)
+            with timed("commit"):
+                self._write("COMMIT")
         except BaseException:
             self._open_edges.clear()  # entries are only ever committed state, but take no chances
             if self._writer is not None:

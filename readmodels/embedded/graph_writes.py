@@ -7,12 +7,14 @@ column that is null in every row of a batch still has its declared type.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
 import pyarrow as pa
 
+from eventloom.stages import StageTimes
 from readmodels.graph.cypher.io import Execute
 from readmodels.graph.plan import WritePlan
 from readmodels.graph.properties import ARROW_TYPES
@@ -29,11 +31,36 @@ def arrow_rows(types: Mapping[str, str], rows: list[dict[str, Any]]) -> pa.Table
     return pa.table({"r": pa.array(rows, type=_struct(tuple(types.items())))})
 
 
+_WRITES = re.compile(r"(CREATE|MERGE|SET)\s*\(?\w*(?::`?(\w+))?[^)\]]*\)?(?:-\[:`?(\w+))?")
+
+
+@cache
+def step_tag(statement: str) -> str:
+    """A short name for a write statement in a profile: what it creates, merges or sets ("create Event")."""
+    match = _WRITES.search(statement)
+    if match is None:
+        return "other"
+    verb, node, relation = match.groups()
+    if verb == "SET":
+        variable = re.search(r"SET (\w+)\.", statement)
+        name = variable.group(1) if variable else ""
+        declared = re.search(rf"[(\[]{name}:`?(\w+)", statement)
+        return f"set {declared.group(1) if declared else '?'}"
+    return f"{verb.lower()} {relation or node or '?'}"
+
+
 def write_plan(
-    execute: Execute, plan: WritePlan, projector: str, ensure_typed: Callable[[str], None]
+    execute: Execute,
+    plan: WritePlan,
+    projector: str,
+    ensure_typed: Callable[[str], None],
+    stages: StageTimes | None = None,
 ) -> None:
-    """Write every row of `plan` (the caller holds the transaction; `ensure_typed` creates rel tables)."""
+    """Write every row of `plan` (the caller holds the transaction; `ensure_typed` creates rel tables);
+    `stages` gets the time of each kind of statement (`rows.<step_tag>`)."""
+    stages = stages or StageTimes()
     for step in write_steps(plan, projector):
         if step.typed_label is not None:
             ensure_typed(step.typed_label)
-        execute(f"LOAD FROM $rows {step.statement}", {"rows": arrow_rows(step.types, step.rows)})
+        with stages.timed(f"rows.{step_tag(step.statement)}", len(step.rows)):
+            execute(f"LOAD FROM $rows {step.statement}", {"rows": arrow_rows(step.types, step.rows)})
