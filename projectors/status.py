@@ -1,11 +1,12 @@
-"""What `eventloom projector status` shows: lag, rate and dead letters per consumer."""
+"""What `eventloom projector status` shows: lag (events and seconds), rate and dead letters per consumer."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import time
-from typing import Final
+from datetime import UTC, datetime
+from typing import Any, Final
 
 import msgspec
 import nats.errors
@@ -34,6 +35,7 @@ class RunnerReport(msgspec.Struct, frozen=True, kw_only=True):
 class ConsumerStatus(msgspec.Struct, frozen=True, kw_only=True):
     consumer: str
     lag: int
+    """Events on its subjects not yet acknowledged."""
     ack_pending: int
     delivered_stream_seq: int
     dead_letters: int
@@ -43,6 +45,8 @@ class ConsumerStatus(msgspec.Struct, frozen=True, kw_only=True):
     updated_at: str | None = None
     state: str | None = None  # of the node role reading through it: running | failing
     last_error: str | None = None  # while failing
+    lag_s: float | None = None
+    """Age of the oldest event it has not acknowledged yet (0 when it has caught up)."""
 
 
 class StatsPublisher:
@@ -111,6 +115,30 @@ async def consumer_statuses(client: Client, layout: StreamLayout) -> list[Consum
                 applied=report.applied if report else None,
                 refused=report.refused if report else None,
                 updated_at=report.updated_at if report else None,
+                lag_s=await lag_seconds(client, layout.name, info),
             )
         )
     return sorted(statuses, key=lambda s: s.consumer)
+
+
+async def lag_seconds(client: Client, stream: str, info: dict[str, Any]) -> float | None:
+    """How long the oldest event a consumer has not acknowledged has been in the stream (from its
+    `CONSUMER.INFO`); 0.0 when it has caught up, None when that event cannot be read."""
+    if not int(info.get("num_pending", 0)) + int(info.get("num_ack_pending", 0)):
+        return 0.0
+    config = info.get("config", {})
+    subjects = config.get("filter_subjects") or [config.get("filter_subject") or ""]
+    request: dict[str, object] = {"seq": int(info.get("ack_floor", {}).get("stream_seq", 0)) + 1}
+    if len(subjects) == 1 and subjects[0]:
+        request["next_by_subj"] = subjects[0]
+    with contextlib.suppress(nats.errors.Error, asyncio.TimeoutError):
+        stored = (await jetstream_api(client, f"STREAM.MSG.GET.{stream}", request)).get("message") or {}
+        if "time" in stored:
+            return round(max(0.0, (datetime.now(UTC) - _rfc3339(stored["time"])).total_seconds()), 3)
+    return None
+
+
+def _rfc3339(text: str) -> datetime:
+    """A NATS stored time ("2026-11-25T15:40:00.123456789Z", UTC, nanoseconds) to microseconds."""
+    whole, _, fraction = text.removesuffix("Z").partition(".")
+    return datetime.fromisoformat(f"{whole}.{(fraction or '0')[:6]:0<6}").replace(tzinfo=UTC)

@@ -34,7 +34,7 @@ from gateway.cli.mcp_cmds import parse_listen
 from gateway.mcp.http import http_role
 from gateway.node import Node
 from gateway.node_process import NodeProcess
-from projectors.status import consumer_statuses
+from projectors.status import consumer_statuses, lag_seconds
 
 _START_TIMEOUT_S = 30.0
 
@@ -155,10 +155,13 @@ def status(
         f"{stream['partitions']} partitions, last seq {stream['last_seq']}; "
         f"dead letters: {report['dead_letters']} (refused as unverified: {report['refused']})"
     )
-    table = Table("consumer", "pending", "ack pending", "delivered", "refused")
+    table = Table("consumer", "lag", "lag s", "pending", "ack pending", "delivered", "refused")
     for consumer in report["consumers"]:
+        lag_s = consumer["lag_s"]
         table.add_row(
             consumer["name"],
+            str(consumer["lag"]),
+            "-" if lag_s is None else f"{lag_s:.1f}",
             str(consumer["pending"]),
             str(consumer["ack_pending"]),
             str(consumer["delivered"]),
@@ -181,7 +184,13 @@ async def _status(settings: Settings) -> dict[str, Any]:
         info = await jetstream_api(client, f"STREAM.INFO.{layout.name}")
         consumers = await jetstream_api(client, f"CONSUMER.LIST.{layout.name}")
         dlq = await jetstream_api(client, f"STREAM.INFO.{DLQ_STREAM}")
-        refused = {s.consumer: s.refused or 0 for s in await consumer_statuses(client, layout)}
+        statuses = {s.consumer: s for s in await consumer_statuses(client, layout)}
+        refused = {name: s.refused or 0 for name, s in statuses.items()}
+        listed = consumers.get("consumers") or []
+        lags = [
+            statuses[c["name"]].lag_s if c["name"] in statuses else await lag_seconds(client, layout.name, c)
+            for c in listed
+        ]
     finally:
         await client.close()
     state = info.get("state", {})
@@ -211,13 +220,15 @@ async def _status(settings: Settings) -> dict[str, Any]:
         "consumers": [
             {
                 "name": c["name"],
+                "lag": c.get("num_pending", 0) + c.get("num_ack_pending", 0),
+                "lag_s": lag_s,
                 "pending": c.get("num_pending", 0),
                 "ack_pending": c.get("num_ack_pending", 0),
                 "delivered": c.get("delivered", {}).get("stream_seq", 0),
                 "durable": bool(c.get("config", {}).get("durable_name")),
                 "refused": refused.get(c["name"], 0),
             }
-            for c in consumers.get("consumers") or []
+            for c, lag_s in zip(listed, lags, strict=True)
         ],
         "dead_letters": dlq.get("state", {}).get("messages", 0),
         "refused": sum(refused.values()),

@@ -71,13 +71,16 @@ def projector_status(ctx: typer.Context, as_json: JsonOption = False) -> None:
     if as_json:
         print_json(statuses)
         return
-    table = Table("consumer", "state", "lag", "rate/s", "applied", "dead letters", "refused", "updated")
+    table = Table(
+        "consumer", "state", "lag", "lag s", "rate/s", "applied", "dead letters", "refused", "updated"
+    )
     for s in statuses:
         rate = "-" if s.rate_per_s is None else f"{s.rate_per_s:.1f}"
         table.add_row(
             s.consumer,
             "[red]failing[/]" if s.state == "failing" else s.state or "-",
             str(s.lag),
+            "-" if s.lag_s is None else f"{s.lag_s:.1f}",
             rate,
             str(s.applied or "-"),
             str(s.dead_letters),

@@ -17,7 +17,7 @@ import ladybug
 import pyarrow as pa
 
 from readmodels.embedded.graph_schema import apply_migrations, typed_rel_ddl
-from readmodels.embedded.graph_store import DEFAULT_CHECKPOINT_THRESHOLD, run_rows
+from readmodels.embedded.graph_store import DEFAULT_BUFFER_POOL_SIZE, DEFAULT_CHECKPOINT_THRESHOLD, run_rows
 from readmodels.graph.bulk.loader import SPILL_EVERY_ROWS, BulkLoader, LoadProgress, SpilledFiles
 from readmodels.graph.bulk.tables import CopyTarget, copy_order
 from readmodels.graph.protocol import GraphStoreError
@@ -42,7 +42,11 @@ class LadybugTableSink:
 
     def _open_sync(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = ladybug.Database(str(self.path), checkpoint_threshold=DEFAULT_CHECKPOINT_THRESHOLD)
+        self._db = ladybug.Database(
+            str(self.path),
+            buffer_pool_size=DEFAULT_BUFFER_POOL_SIZE,
+            checkpoint_threshold=DEFAULT_CHECKPOINT_THRESHOLD,
+        )
         connection = ladybug.Connection(self._db)
         try:
             apply_migrations(lambda cypher, params: run_rows(connection, cypher, params))

@@ -42,6 +42,9 @@ T = TypeVar("T")
 DEFAULT_CHECKPOINT_THRESHOLD = 256 * 1024 * 1024
 """WAL bytes before LadybugDB folds the WAL into the database file. Its own default (a few MiB) makes
 nearly every batch commit pay for a checkpoint, which costs more than the batch itself."""
+DEFAULT_BUFFER_POOL_SIZE = 1024 * 1024 * 1024
+"""Bytes of pages LadybugDB keeps in memory. Its own default is 80 % of the machine's memory, which a
+growing graph fills: a projector process then holds gigabytes it does not need (the OS caches the file)."""
 _WRITE_REFUSED = "read-only transaction"
 
 
@@ -71,7 +74,7 @@ class LadybugGraphStore:
         self,
         path: str | Path,
         *,
-        buffer_pool_size: int = 0,
+        buffer_pool_size: int = DEFAULT_BUFFER_POOL_SIZE,
         checkpoint_threshold: int = DEFAULT_CHECKPOINT_THRESHOLD,
     ) -> None:
         self.path = Path(path)
