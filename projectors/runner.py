@@ -30,6 +30,7 @@ from eventloom.keys import KeyStore
 from eventloom.stages import StageTimes
 from eventloom.tail import event_at
 from eventloom.trust import UNVERIFIED, EventVerifier
+from projectors.batches import CheckedBatch, FetchedEvent, sort_batch
 from projectors.partitions import consumer_name
 from projectors.protocol import Profiled, Projector, Rebuildable, SkipsSessions
 from projectors.status import StatsPublisher
@@ -40,7 +41,10 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class RunnerOptions:
-    batch: int = 500
+    batch: int = 2000
+    """The largest batch. A fetch takes what is waiting, up to this: a caught-up projector applies a few
+    events at a time (fresh), one behind applies large batches (each batch's fixed costs, a transaction
+    and a statement per kind of row, shared by more events)."""
     max_deliver: int = 5
     backoff_s: Sequence[float] = (0.5, 2.0, 10.0, 30.0)
     fetch_timeout_s: float = 0.5
@@ -65,20 +69,6 @@ class RunnerStats:
 
 TroubleListener = Callable[[str | None, float | None], Awaitable[None]]
 """Hears why a worker cannot go on (and when it tries again), and `None` once it can."""
-
-
-@dataclass
-class _Item:
-    message: Msg
-    event: Event
-
-
-@dataclass
-class _Checked:
-    """A decoded batch and each event's verdict (None: it may be applied; else why not)."""
-
-    items: list[_Item]
-    verdicts: list[str | None]
 
 
 class ProjectorRunner:
@@ -168,7 +158,7 @@ class ProjectorRunner:
             await self._consumer.close()
             await self.projector.close()
 
-    async def _apply_and_report(self, checked: _Checked) -> None:
+    async def _apply_and_report(self, checked: CheckedBatch) -> None:
         await self._apply_checked(checked)
         await self._report_stats()
 
@@ -190,15 +180,15 @@ class ProjectorRunner:
         """Apply one fetched batch, then acknowledge what was applied or skipped."""
         await self._apply_checked(await self._check(messages))
 
-    async def _check(self, messages: list[Msg]) -> _Checked:
+    async def _check(self, messages: list[Msg]) -> CheckedBatch:
         """Decode and verify a batch (in stream order); nothing is applied or acknowledged yet, except what
         cannot be an event (dead-lettered) and the sessions this projector skips."""
         stages = self.stats.stages
-        items: list[_Item] = []
+        items: list[FetchedEvent] = []
         with stages.timed("decode"):
             for message in messages:
                 try:
-                    items.append(_Item(message, decode_event(message.data)))
+                    items.append(FetchedEvent(message, decode_event(message.data)))
                 except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                     await self._dead_letter(message, None, f"not a valid event: {exc}")
         items = await self._without_skipped_sessions(items)
@@ -208,32 +198,23 @@ class ProjectorRunner:
             session, subject = item.event.session, item.message.subject
             if verdicts[index] is None and subject.rsplit(".", 1)[-1] != session:
                 verdicts[index] = f"{UNVERIFIED}: an event of session {session} on {subject}"
-        return _Checked(items, verdicts)
+        return CheckedBatch(items, verdicts)
 
-    async def _apply_checked(self, checked: _Checked) -> None:
+    async def _apply_checked(self, checked: CheckedBatch) -> None:
         """Order a checked batch against the read model's checkpoints, apply what is due, acknowledge."""
         self.stats.batches += 1
         stages = self.stats.stages
         with stages.timed("checkpoint_read"):
             applied = await self._applied_seqs(checked.items)
-        expected: dict[str, int] = {}
-        ready: list[_Item] = []
-        for item, verdict in zip(checked.items, checked.verdicts, strict=True):
-            event = item.event
-            applied_seq = applied.get(event.session, 0)
-            if event.seq <= applied_seq:
-                self.stats.skipped += 1
-                await item.message.ack()
-                continue
-            next_seq = expected.get(event.session, applied_seq + 1)
-            if self.in_order and not self._only_dead_letters_between(event.session, next_seq, event.seq):
-                await item.message.nak(delay=self.options.backoff_s[0])  # a predecessor is still pending
-                continue
-            expected[event.session] = event.seq + 1
-            if verdict is None:
-                ready.append(item)
-            else:
-                await self._refuse(item, verdict)
+        batch = sort_batch(checked, applied, self._dead, in_order=self.in_order)
+        for item in batch.applied_already:
+            self.stats.skipped += 1
+            await item.message.ack()
+        for item in batch.waiting:
+            await item.message.nak(delay=self.options.backoff_s[0])
+        for item, reason in batch.refused:
+            await self._refuse(item, reason)
+        ready = batch.ready
         if not ready:
             return
         try:
@@ -249,7 +230,7 @@ class ProjectorRunner:
                 await item.message.ack()
         self.stats.applied += len(ready)
 
-    async def _refuse(self, item: _Item, reason: str) -> None:
+    async def _refuse(self, item: FetchedEvent, reason: str) -> None:
         """Dead-letter an event that failed verification, unapplied (nothing it claims is taken as true)."""
         self.stats.refused += 1
         self.stats.last_refusal = f"{item.event.session}#{item.event.seq}: {reason}"
@@ -294,7 +275,7 @@ class ProjectorRunner:
             await forget_dead_letter(self._client, self.consumer, stream_seq)
             self.stats.retried += 1
 
-    async def _without_skipped_sessions(self, items: list[_Item]) -> list[_Item]:
+    async def _without_skipped_sessions(self, items: list[FetchedEvent]) -> list[FetchedEvent]:
         skipped = (
             self.projector.skipped_sessions if isinstance(self.projector, SkipsSessions) else frozenset()
         )
@@ -309,19 +290,11 @@ class ProjectorRunner:
                 kept.append(item)
         return kept
 
-    async def _applied_seqs(self, items: list[_Item]) -> dict[str, int]:
+    async def _applied_seqs(self, items: list[FetchedEvent]) -> dict[str, int]:
         sessions = sorted({item.event.session for item in items})
         return await self._with_store(lambda: self.projector.applied_seqs(sessions))
 
-    def _only_dead_letters_between(self, session: str, next_seq: int, seq: int) -> bool:
-        """True when every seq from `next_seq` up to `seq` (exclusive) was dead-lettered by this consumer.
-
-        Order is checked against the read model's own checkpoint, so it holds across restarts too: an event
-        is applied only after its predecessor was applied or dead-lettered.
-        """
-        return all((session, missing) in self._dead for missing in range(next_seq, seq))
-
-    async def _apply_one_by_one(self, items: list[_Item]) -> None:
+    async def _apply_one_by_one(self, items: list[FetchedEvent]) -> None:
         failed_sessions: set[str] = set()
         for item in items:
             event = item.event
@@ -339,7 +312,7 @@ class ProjectorRunner:
             self.stats.applied += 1
             await item.message.ack()
 
-    async def _failed(self, item: _Item, error: Exception) -> bool:
+    async def _failed(self, item: FetchedEvent, error: Exception) -> bool:
         """Dead-letter after the last attempt (True), else ask for a later redelivery (False)."""
         attempts = item.message.metadata.num_delivered or 1
         event = item.event
