@@ -24,8 +24,9 @@ from readmodels.graph import reads
 from readmodels.graph.cypher.guard import single_read_statement
 from readmodels.graph.cypher.io import Reading, run_sync
 from readmodels.graph.cypher.read_plan import refuse_ladybug_plan
-from readmodels.graph.edge_cache import OpenEdgeCache
+from readmodels.graph.edge_cache import EdgesNotCached, OpenEdgeCache
 from readmodels.graph.model import EventProjection
+from readmodels.graph.plan import Snapshot, WritePlan
 from readmodels.graph.protocol import GraphQueryError, GraphStoreError, ReadOnlyQueryError
 from readmodels.graph.records import (
     EntityVersion,
@@ -259,15 +260,7 @@ class LadybugGraphStore:
             if todo:
                 with timed("snapshot"):
                     snapshot = run_sync(load_snapshot(load_request(todo)), self._write)
-                with timed("resolve"):
-                    probe = Resolver(snapshot)  # a first pass names the stored edges the batch needs
-                    probe.resolve(todo)
-                with timed("open_edges"):
-                    snapshot.open_edges = self._open_edges.load(
-                        probe.demands, lambda demands: run_sync(load_open_edges(demands), self._write)
-                    )
-                with timed("resolve"):
-                    plan = Resolver(snapshot).resolve(todo)
+                plan = self._resolved(snapshot, todo)
                 write_plan(self._write, plan, projector, self._ensure_typed, self.stages)
             with timed("commit"):
                 self._write("COMMIT")
@@ -280,6 +273,25 @@ class LadybugGraphStore:
         if todo:
             self._open_edges.committed(plan)
         return len(todo)
+
+    def _resolved(self, snapshot: Snapshot, todo: list[EventProjection]) -> WritePlan:
+        """One pass when every open edge the batch needs is in memory (the usual case for the only writer);
+        otherwise a first pass names them, they are read, and a second pass resolves."""
+        timed = self.stages.timed
+        try:
+            with timed("resolve"):
+                return Resolver(snapshot, self._open_edges.known).resolve(todo)
+        except EdgesNotCached:
+            pass
+        with timed("resolve"):
+            probe = Resolver(snapshot)
+            probe.resolve(todo)
+        with timed("open_edges"):
+            snapshot.open_edges = self._open_edges.load(
+                probe.demands, lambda demands: run_sync(load_open_edges(demands), self._write)
+            )
+        with timed("resolve"):
+            return Resolver(snapshot).resolve(todo)
 
     def _ensure_typed(self, label: str) -> None:
         if label not in self._typed:

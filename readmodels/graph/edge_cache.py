@@ -22,6 +22,10 @@ DEFAULT_CAPACITY = 50_000
 Fetch = Callable[[EdgeDemands], list[RelationRow]]
 
 
+class EdgesNotCached(LookupError):
+    """Some demanded open edges are not in memory: read them from the database."""
+
+
 class OpenEdgeCache:
     """Open edges per entity version uid; an entry, when present, is complete."""
 
@@ -59,6 +63,10 @@ class OpenEdgeCache:
             edges.extend(fetched)
             self._remember(missing.entities, fetched)
         return edges
+
+    def known(self, demands: EdgeDemands) -> list[RelationRow]:
+        """The open edges `demands` names, all from memory, or `EdgesNotCached`."""
+        return self.load(demands, _not_cached)
 
     def committed(self, plan: WritePlan) -> None:
         """Apply what a committed plan changed: new versions, closed and created edges."""
@@ -103,3 +111,7 @@ class OpenEdgeCache:
 def _as_stored(edge: RelationRow) -> RelationRow:
     """The edge as a read of the database would return it (a private copy: resolvers mutate theirs)."""
     return msgspec.structs.replace(edge, loaded_uid=edge.uid, pending=False, discarded=False)
+
+
+def _not_cached(demands: EdgeDemands) -> list[RelationRow]:
+    raise EdgesNotCached(f"{len(demands.entities) + len(demands.keys) + len(demands.triples)} demands")

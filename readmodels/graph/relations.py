@@ -88,6 +88,9 @@ class RelationRules:
     def _resolve_ref(self, ref: EntityRef, at: str, provenance: Provenance) -> EntityRow:
         raise NotImplementedError
 
+    def _demand(self, demands: EdgeDemands) -> None:
+        raise NotImplementedError
+
     def _assert_relation(self, op: RelationAssertion) -> None:
         session = self.event.session
         start = as_canonical(op.valid_from)
@@ -105,7 +108,7 @@ class RelationRules:
             method=op.inference_method,
         )
         if not source.pending:
-            self.demands.keys.add((source.uid, key))
+            self._demand(EdgeDemands(keys={(source.uid, key)}))
         audit: dict[str, Any] = {
             "inferred": op.inferred,
             "confidence": op.confidence,
@@ -203,7 +206,7 @@ class RelationRules:
         for key in self.names.get(name_key(self.event.session, source), ()):
             head = self.heads.get(key)
             if head is not None and head.is_open and not head.pending:
-                self.demands.triples.add((head.uid, triple))
+                self._demand(EdgeDemands(triples={(head.uid, triple)}))
 
     def _invalidate_relation(self, op: RelationInvalidation) -> None:
         triple = triple_key(self.event.session, op.source, op.target, op.relation_type)

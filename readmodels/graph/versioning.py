@@ -26,7 +26,7 @@ gives the same graph as applying events one by one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 import msgspec
@@ -67,6 +67,9 @@ from readmodels.graph.relations import EdgeIndex, RelationRules
 
 __all__ = ["PLACEHOLDER_TYPE", "Resolver", "load_request"]
 
+KnownEdges = Callable[[EdgeDemands], list[RelationRow]]
+"""Every stored open edge some demands name, answered during resolution (a store that remembers them); it
+raises when it does not know them all, and the store resolves in two passes instead (see `Resolver`)."""
 PLACEHOLDER_TYPE: Final = "entity"
 """The type of an entity created only because a relation named it without a type."""
 
@@ -79,27 +82,45 @@ def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
 class Resolver(RelationRules):
     """Resolves a batch against a snapshot: `Resolver(snapshot).resolve(projections)`.
 
+    The stored open edges a batch needs are known only as it is resolved (the versions it closes, the
+    relations it reasserts). Without `known_edges`, a first pass names them (`demands`), the store loads
+    them into the snapshot, and a second pass resolves; with `known_edges` (a store's memory of them),
+    one pass takes each in as it is named.
+
     `resolve` may be called again with the projections that follow: it continues from the state the
     previous call left, adding to the same plan (a rebuild resolves the whole log this way, see
     `readmodels.graph.bulk.resolve`).
     """
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, known_edges: KnownEdges | None = None) -> None:
         # copies: resolving marks rows closed, and a snapshot may be resolved more than once
         self.heads = {key: msgspec.structs.replace(row) for key, row in snapshot.heads.items()}
         self.names = {key: set(keys) for key, keys in snapshot.names.items()}
         self.edges = EdgeIndex()
-        seen: set[str] = set()
+        self._known_edges = known_edges
+        self._stored: set[str] = set()  # uids of the stored edges taken in (never twice: one may be closed)
         for edge in [*snapshot.open_edges, *snapshot.edge_id_edges]:
-            if edge.is_open and edge.uid not in seen:
-                seen.add(edge.uid)
-                self.edges.add(msgspec.structs.replace(edge))
+            self._take_stored(edge)
         self.plan = WritePlan()
         self.demands = EdgeDemands()
         self._touched: dict[str, None] = {}
         self._made_now: set[int] = set()
         self._edge_projections: list[tuple[str, RelationRow, str]] = []
         self._event: SpineEvent | None = None
+
+    def _take_stored(self, edge: RelationRow) -> None:
+        if edge.is_open and edge.uid not in self._stored:
+            self._stored.add(edge.uid)
+            self.edges.add(msgspec.structs.replace(edge))
+
+    def _demand(self, demands: EdgeDemands) -> None:
+        """Name stored open edges this batch needs; with `known_edges`, take them in at once."""
+        self.demands.entities |= demands.entities
+        self.demands.keys |= demands.keys
+        self.demands.triples |= demands.triples
+        if self._known_edges is not None:
+            for edge in self._known_edges(demands):
+                self._take_stored(edge)
 
     # -- driving ---------------------------------------------------------------------------------------
 
@@ -254,7 +275,7 @@ class Resolver(RelationRules):
         row.valid_to = max(at, row.valid_from)
         if not row.pending:
             self.plan.closed_entities.append(row)
-            self.demands.entities.add(row.uid)
+            self._demand(EdgeDemands(entities={row.uid}))
         for edge in self.edges.ordered(self.edges.by_entity.get(row.uid)):
             if successor is None:
                 self._close_edge(edge, row.valid_to)
