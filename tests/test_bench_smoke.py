@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,3 +76,29 @@ def test_mcp_benchmark_reports_stdio_and_http_next_to_the_raw_paths() -> None:
         for way in ways.values():
             assert 0 < way["p50"] <= way["p95"] <= way["max"]
         assert ways["mcp_http"]["overhead_p50_ms"] == round(ways["mcp_http"]["p50"] - ways[raw]["p50"], 2)
+
+
+@pytest.mark.slow
+def test_projection_benchmark_reports_rates_freshness_and_a_profile_per_stage() -> None:
+    report: dict[str, Any] = run_bench(
+        "project.py",
+        "--events",
+        "800",
+        "--batch",
+        "40",
+        "--freshness-seconds",
+        "1",
+        "--freshness-rate",
+        "200",
+    )
+    for key in ("incremental_events_per_s", "rebuild_events_per_s", "append_rate_per_s"):
+        assert report[key] > 0, key
+    assert report["incremental_to_rebuild_ratio"] > 0 and report["rate_last_vs_first_10pct"] > 0
+    assert 0 < report["freshness_s"]["p50"] <= report["freshness_s"]["p95"]
+    incremental = report["incremental"]
+    assert incremental["complete"] and incremental["events"] == 800
+    for window in (incremental, incremental["first_10pct"], incremental["last_10pct"]):
+        profile = window["profile_us_per_event"]
+        assert {"fetch", "verify", "apply", "apply.extract", "apply.write.commit"} <= set(profile)
+        assert window["rows_per_event"]["apply.write.rows.create Event"] == 1.0
+    assert set(report["peak_rss_mb"]) == {"bench_projector", "node", "nats_server"}
