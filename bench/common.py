@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -66,6 +67,17 @@ class CpuMeter:
         used = {k: round(end[k] - self._start[k], 2) for k in end if k in self._start}
         used["wall"] = round(time.perf_counter() - self._wall, 2)
         return used
+
+
+def peak_rss_mb(others: dict[str, int | None], own: str = "bench") -> dict[str, float]:
+    """Peak resident memory (VmHWM) of this process (named `own`) and of `others` (name -> pid), in MB."""
+    peaks = {own: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    for name, pid in others.items():
+        with contextlib.suppress(OSError, TypeError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peaks[name] = int(line.split()[1]) / 1024
+    return {name: round(mb, 1) for name, mb in peaks.items()}
 
 
 def percentiles(samples: Sequence[float]) -> dict[str, float]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import resource
 import shutil
 import statistics
 import sys
@@ -30,14 +29,21 @@ from typing import Any
 import ladybug
 import msgspec
 import pyarrow as pa
-from common import console, load_process, load_records, machine, progress_bar, server_binary_version
+from common import (
+    console,
+    load_process,
+    load_records,
+    machine,
+    peak_rss_mb,
+    progress_bar,
+    server_binary_version,
+)
 from load import CHUNK
 
 from eventloom.bus.consumer import read_stream
 from eventloom.event import decode_event
 from eventloom.keys import KeyStore
 from eventloom.log import EventLog
-from eventloom.runtime import RuntimeInfo
 from eventloom.settings import Settings
 from eventloom.stages import StageTimes
 from eventloom.trust import EventVerifier
@@ -266,20 +272,6 @@ def raw_ladybug_rate(count: int, directory: Path) -> float:
     return float(count / (time.perf_counter() - started))
 
 
-def peak_rss_mb(info: RuntimeInfo) -> dict[str, float]:
-    """Peak resident memory of each process so far (VmHWM), in MB."""
-    peaks = {"bench_projector": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
-    for name, pid in (("node", info.pid), ("nats_server", info.nats_pid)):
-        try:
-            status = Path(f"/proc/{pid}/status").read_text()
-        except (OSError, TypeError):
-            continue
-        for line in status.splitlines():
-            if line.startswith("VmHWM:"):
-                peaks[name] = int(line.split()[1]) / 1024
-    return {name: round(mb, 1) for name, mb in peaks.items()}
-
-
 async def bench(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     settings = Settings(data_dir=root / "data", projectors="none", producers="none")
     node = NodeProcess(settings)
@@ -312,7 +304,7 @@ async def bench(args: argparse.Namespace, root: Path) -> dict[str, Any]:
             )
         console.print("phase 5: verification alone")
         verify_rate = await verification_rate(log)
-        memory = peak_rss_mb(info)
+        memory = peak_rss_mb({"node": info.pid, "nats_server": info.nats_pid}, own="bench_projector")
         await log.close()
     finally:
         node.stop()

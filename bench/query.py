@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from common import console, machine, percentiles, progress_bar, server_binary_version
+from common import console, machine, peak_rss_mb, percentiles, progress_bar, server_binary_version
 from corpus import Corpus
 from nats.errors import NoRespondersError
 from query_models import BuiltModels, build_models
@@ -194,6 +194,8 @@ async def run_backend(name: str, sizes: list[int], args: argparse.Namespace) -> 
                                 f"[bold]{name} @ {size:,}[/]: models built in {models.build_s:.1f}s"
                             )
                             result = await measure(models, url, corpus, args)
+                        processes = {"nats_server": nats.pid}
+                        result["peak_rss_mb"] = peak_rss_mb(processes, own="bench_query_service")
                         report[str(size)] = {"build_s": round(models.build_s, 1), **result}
                 return report
         finally:
