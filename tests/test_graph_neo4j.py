@@ -152,6 +152,11 @@ async def test_bulk_loaded_graph_equals_the_incremental_one(
     await loader.close()
     assert {session: await dump(neo4j_store, session) for session in ("s1", "c1")} == incremental
     assert await neo4j_store.applied_seqs("graph", ["s1", "c1"]) == {"s1": 9, "c1": 6}
+    indexes = await neo4j_store.run_auto_commit("SHOW INDEXES YIELD name, state RETURN name, state")
+    assert {"entity_text", "relates_uid", "entity_version"} <= {row["name"] for row in indexes}
+    assert {row["state"] for row in indexes} == {"ONLINE"}  # the indexes the load deferred, built again
+    migrations = await neo4j_store.run_write("MATCH (m:Migration) RETURN m.name AS name", {})
+    assert {row["name"] for row in migrations} == {m.name for m in schema_plan()}
     refused = Neo4jBulkLoader(open_store(neo4j_endpoint), workers=1)
     with pytest.raises(GraphStoreError, match="already holds a graph"):
         await refused.open()

@@ -46,21 +46,25 @@ class Neo4jRebuildReport(msgspec.Struct, frozen=True, kw_only=True):
     events: int
     seconds: float
     events_per_s: float
+    load_seconds: dict[str, float] = {}
+    """Where the load's time went: seconds per table, and dropping / building the deferred indexes."""
 
 
 async def _emptied(
-    settings: Settings, projector: str, progress: PhasedProgress | None
+    settings: Settings, projector: str, progress: PhasedProgress | None, keep_tables: Path | None = None
 ) -> GraphProjector[Neo4jBulkLoader]:
     """The database emptied (schema kept, migrations applied), and a bulk-loading projector for it."""
     async with neo4j_store(settings) as store:
         await store.clear()
-    loader = Neo4jBulkLoader(neo4j_store(settings))
+    loader = Neo4jBulkLoader(neo4j_store(settings), keep_tables=keep_tables)
     if progress is not None:
         loader.load_progress = lambda done, total: progress("load", done, total)
     return GraphProjector(loader, name=projector, skipped_sessions=frozenset({settings.audit_session}))
 
 
-def _report(settings: Settings, source: str, events: int, started: float) -> Neo4jRebuildReport:
+def _report(
+    settings: Settings, source: str, events: int, started: float, graph: GraphProjector[Neo4jBulkLoader]
+) -> Neo4jRebuildReport:
     seconds = time.perf_counter() - started
     return Neo4jRebuildReport(
         backend="neo4j",
@@ -70,18 +74,24 @@ def _report(settings: Settings, source: str, events: int, started: float) -> Neo
         events=events,
         seconds=round(seconds, 3),
         events_per_s=round(events / seconds, 1) if seconds else 0.0,
+        load_seconds=dict(graph.store.neo4j_sink.seconds),
     )
 
 
 async def rebuild_neo4j_from_stream(
-    log: EventLog, *, projector: str = "graph", progress: PhasedProgress | None = None
+    log: EventLog,
+    *,
+    projector: str = "graph",
+    progress: PhasedProgress | None = None,
+    keep_tables: Path | None = None,
 ) -> Neo4jRebuildReport:
-    """Replay the stream from sequence 1 into the emptied Neo4j database."""
+    """Replay the stream from sequence 1 into the emptied Neo4j database (`keep_tables`: a directory
+    that receives the resolved tables as Arrow files, for comparing loaders)."""
     started = time.perf_counter()
     js = log.client.jetstream()
     with contextlib.suppress(nats.js.errors.NotFoundError):  # left by an interrupted rebuild: start over
         await js.delete_consumer(log.layout.name, CONSUMER)
-    graph = await _emptied(log.settings, projector, progress)
+    graph = await _emptied(log.settings, projector, progress, keep_tables)
     runner = ProjectorRunner(
         log.client,
         log.layout,
@@ -98,7 +108,7 @@ async def rebuild_neo4j_from_stream(
     finally:
         with contextlib.suppress(nats.js.errors.NotFoundError):
             await js.delete_consumer(log.layout.name, CONSUMER)
-    return _report(log.settings, "stream", runner.stats.applied, started)
+    return _report(log.settings, "stream", runner.stats.applied, started, graph)
 
 
 async def rebuild_neo4j_from_ledger(
@@ -130,7 +140,7 @@ async def rebuild_neo4j_from_ledger(
                 progress("replay", done, total)
     finally:
         await graph.close()
-    return _report(settings, f"ledger:{ledger_dir}", done, started)
+    return _report(settings, f"ledger:{ledger_dir}", done, started, graph)
 
 
 def _ledger_batches(ledger_dir: Path, skipped: frozenset[str]) -> Iterator[list[Event]]:

@@ -36,7 +36,7 @@ from readmodels.graph.snapshot import load_open_edges, load_snapshot, read_check
 from readmodels.graph.versioning import Resolver, load_request
 from readmodels.graph.writes import WriteStep, write_steps
 from readmodels.neo4j.driver import NOT_GRAPH_LABELS, auto_commit, connect, fetch, unavailable_as_error
-from readmodels.neo4j.schema import DEFAULT_VECTOR_DIMENSIONS, schema_plan
+from readmodels.neo4j.schema import DEFAULT_VECTOR_DIMENSIONS, apply_migrations, schema_plan
 
 T = TypeVar("T")
 ROWS_PER_STATEMENT: Final = 10_000
@@ -146,6 +146,20 @@ class Neo4jGraphStore:
             ),
             self.uri,
         )
+
+    async def run_auto_commit(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[Row]:
+        """One statement in an implicit transaction: schema changes, `CALL ... IN TRANSACTIONS`."""
+        if self._driver is None:
+            raise GraphStoreError("the graph store is not open")
+        execute = auto_commit(self._driver, self.database)
+        return await unavailable_as_error(execute(cypher, dict(params or {})), self.uri)
+
+    async def migrate(self) -> list[str]:
+        """Apply the migrations missing from the database (and wait for their indexes); their names."""
+        if self._driver is None:
+            raise GraphStoreError("the graph store is not open")
+        execute = auto_commit(self._driver, self.database)
+        return await unavailable_as_error(apply_migrations(execute, self._plan), self.uri)
 
     def _session(self, mode: str) -> neo4j.AsyncSession:
         if self._driver is None:

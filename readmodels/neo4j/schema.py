@@ -101,6 +101,41 @@ def _migrations(vector_dimensions: int) -> tuple[tuple[str, tuple[str, ...]], ..
     )
 
 
+_BULK_KEYS: Final = frozenset(
+    {
+        "migration_name",
+        "session_id",
+        "event_uid",
+        "entity_uid",
+        "entity_key_key",
+        "source_uid",
+        "checkpoint_id",
+    }
+)
+"""The constraints a bulk load keeps: the keys relationship rows find their ends by (and `Migration`'s)."""
+_GRAPH_MIGRATIONS: Final = (
+    "0001_identity_constraints",
+    "0002_lookup_indexes",
+    "0003_entity_fulltext",
+    "0004_entity_vector",
+)
+
+
+def bulk_deferred() -> tuple[list[str], list[str]]:
+    """What a bulk load of an empty graph drops and builds again once the rows are in: (the `DROP`
+    statements, the migrations they belong to).
+
+    Every index updated row by row is cost during a load; built afterwards, in one pass over the stored
+    graph, it is cheaper. Kept: the unique keys relationship rows are matched by. The migrations' records
+    are deleted before anything is dropped, so a load interrupted at any point leaves a database whose next
+    `open` (`apply_migrations`) builds the missing objects again.
+    """
+    drops = [f"DROP CONSTRAINT {name} IF EXISTS" for name, _, _ in _UNIQUE if name not in _BULK_KEYS]
+    drops += [f"DROP INDEX {name} IF EXISTS" for name, _, _ in _LOOKUPS]
+    drops += ["DROP INDEX entity_text IF EXISTS", "DROP INDEX entity_embedding IF EXISTS"]
+    return drops, list(_GRAPH_MIGRATIONS)
+
+
 def schema_plan(vector_dimensions: int = DEFAULT_VECTOR_DIMENSIONS) -> list[PlannedMigration]:
     """Every migration, in order, with its checksum. Pure: connects to nothing.
 
