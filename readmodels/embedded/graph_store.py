@@ -26,6 +26,7 @@ from readmodels.graph.cypher.io import Reading, run_sync
 from readmodels.graph.cypher.read_plan import refuse_ladybug_plan
 from readmodels.graph.edge_cache import EdgesNotCached, OpenEdgeCache
 from readmodels.graph.model import EventProjection
+from readmodels.graph.name_cache import NameCache
 from readmodels.graph.plan import Snapshot, WritePlan
 from readmodels.graph.protocol import GraphQueryError, GraphStoreError, ReadOnlyQueryError
 from readmodels.graph.records import (
@@ -90,6 +91,7 @@ class LadybugGraphStore:
         self.migrations_applied: list[str] = []
         """The migrations the last `open` applied (none when the schema was up to date)."""
         self._open_edges = OpenEdgeCache()  # this store is its database's only writer
+        self._names = NameCache()
         self.stages = StageTimes()
         """Where `apply` spends its time (checkpoints, snapshot, open edges, resolve, rows, commit)."""
         self._is_open = False
@@ -259,20 +261,35 @@ class LadybugGraphStore:
                     todo.append(projection)
             if todo:
                 with timed("snapshot"):
-                    snapshot = run_sync(load_snapshot(load_request(todo)), self._write)
+                    snapshot = self._snapshot(todo)
                 plan = self._resolved(snapshot, todo)
                 write_plan(self._write, plan, projector, self._ensure_typed, self.stages)
             with timed("commit"):
                 self._write("COMMIT")
         except BaseException:
             self._open_edges.clear()  # entries are only ever committed state, but take no chances
+            self._names.clear()
             if self._writer is not None:
                 _rollback(self._writer)
             self._typed = self._rel_tables()  # DDL of the failed batch was rolled back too
             raise
         if todo:
             self._open_edges.committed(plan)
+            self._names.committed(plan)
         return len(todo)
+
+    def _snapshot(self, todo: list[EventProjection]) -> Snapshot:
+        """What the batch touches, read in its transaction; the keys of names this store remembers are not
+        read again (see `NameCache`), only the latest versions under them."""
+        request = load_request(todo)
+        known, request.name_keys = self._names.split(request.name_keys)
+        missing = request.name_keys
+        named = sorted(set().union(*known.values()))
+        request.entity_keys = list(dict.fromkeys([*request.entity_keys, *named]))
+        snapshot = run_sync(load_snapshot(request), self._write)
+        self._names.remember({name: snapshot.names.get(name, set()) for name in missing})
+        snapshot.names.update(known)
+        return snapshot
 
     def _resolved(self, snapshot: Snapshot, todo: list[EventProjection]) -> WritePlan:
         """One pass when every open edge the batch needs is in memory (the usual case for the only writer);
