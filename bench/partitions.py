@@ -77,6 +77,7 @@ class Run:
     steady: tuple[float, int] | None  # (seconds, events) from the first sample at 10 % or more
     cpu_busy: float
     worker_cpu_s: list[float]
+    neo4j_cpu_s: float | None
 
     def summary(self, total: int) -> dict[str, Any]:
         return {
@@ -88,6 +89,7 @@ class Run:
             "steady_events_per_s": None if self.steady is None else round(self.steady[1] / self.steady[0], 1),
             "machine_cpu_busy": round(self.cpu_busy, 3),
             "worker_cpu_s": [round(cpu, 1) for cpu in self.worker_cpu_s],
+            "neo4j_cpu_s": None if self.neo4j_cpu_s is None else round(self.neo4j_cpu_s, 1),
         }
 
 
@@ -96,6 +98,20 @@ def cpu_ticks() -> tuple[int, int]:
     fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
     idle = fields[3] + fields[4]
     return sum(fields) - idle, sum(fields)
+
+
+def neo4j_pid(endpoint: Neo4jEndpoint) -> int | None:
+    """The local server's JVM (its launcher's command line names the Bolt port), to account its CPU."""
+    if endpoint.source != "local":
+        return None
+    port = endpoint.uri.rsplit(":", 1)[-1]
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit():
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+                if b"Neo4jLauncher" in argv and port.encode() in argv:
+                    return int(entry.name)
+    return None
 
 
 def process_cpu_s(pid: int) -> float:
@@ -165,6 +181,8 @@ async def measure(
     parts = shares(sessions, settings.partitions, count)
     owned = [sum(partition_of(s, settings.partitions) in part for s in sessions) for part in parts]
     console.print(f"{count} worker(s): partitions {parts}, sessions {owned}")
+    server = neo4j_pid(endpoint)
+    server_cpu = None if server is None else process_cpu_s(server)
     busy0, all0 = cpu_ticks()
     started = time.monotonic()
     workers = [
@@ -191,6 +209,8 @@ async def measure(
                 progress.update(task, completed=done)
         ended = time.monotonic()
         busy1, all1 = cpu_ticks()
+        if server is not None and server_cpu is not None:
+            server_cpu = process_cpu_s(server) - server_cpu
     finally:
         worker_cpu = stop_workers(workers)
     return Run(
@@ -201,6 +221,7 @@ async def measure(
         steady=None if steady_from is None else (ended - steady_from[0], total - steady_from[1]),
         cpu_busy=(busy1 - busy0) / max(1, all1 - all0),
         worker_cpu_s=worker_cpu,
+        neo4j_cpu_s=server_cpu,
     )
 
 

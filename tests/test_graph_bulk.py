@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import ladybug
+import msgspec
 import pytest
 
 from eventloom.errors import ReadModelBrokenError
@@ -31,6 +32,7 @@ from readmodels.graph.bulk.tables import (
     SOURCE,
     SUPERSEDED_BY,
     CopyTarget,
+    copy_order,
     typed_relation,
 )
 from readmodels.graph.identity import typed_label
@@ -254,3 +256,11 @@ async def test_copy_layouts_match_the_tables_column_for_column(tmp_path: Path) -
     finally:
         connection.close()
         db.close()
+
+
+def test_checkpoints_sort_last_also_as_decoded_from_a_worker() -> None:
+    decoded = msgspec.msgpack.decode(
+        msgspec.msgpack.encode([CHECKPOINT, EVENT, RELATES]), type=list[CopyTarget]
+    )
+    assert decoded[0] is not CHECKPOINT
+    assert [target.table for target in sorted(decoded, key=copy_order)] == ["Event", "RELATES", "Checkpoint"]

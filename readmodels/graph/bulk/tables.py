@@ -95,8 +95,9 @@ def typed_relation(label: str) -> CopyTarget:
 
 def copy_order(target: CopyTarget) -> tuple[bool, bool, str, tuple[str, str] | None]:
     """Sort key: node tables before the relationship tables that point at them, checkpoints last (a
-    load that stops half-way has none, so it can never pass for a complete one)."""
-    return (target is CHECKPOINT, not target.node, target.table, target.pair)
+    load that stops half-way has none, so it can never pass for a complete one). By value: the targets a
+    load sorts come decoded from the workers' reports, never the very objects defined here."""
+    return (target == CHECKPOINT, not target.node, target.table, target.pair)
 
 
 def copy_tables(plan: WritePlan, projector: str) -> dict[CopyTarget, pa.Table]:
