@@ -7,7 +7,9 @@ each on its own share of the stream's partitions (chosen so that the shares hold
 sessions allow), all writing the same Neo4j database (`NEO4J_URI`, or a server provisioned the way the
 tests do it). The rate is the events applied (read from the checkpoints) over the time from starting the
 workers until the last event is in the graph (process start-up included); `steady_events_per_s` counts
-from the first sample at 10 % or more (null when the checkpoints jumped past it in one batch).
+from the first sample at 10 % or more (null when the checkpoints jumped past it in one batch). The first
+worker count runs once untimed before the measured runs (`warmup`): on a freshly started server the first
+run took twice the CPU per event in Neo4j, whichever worker count it was.
 Progress on stderr.
 """
 
@@ -243,12 +245,13 @@ async def bench(args: argparse.Namespace, root: Path, endpoint: Neo4jEndpoint) -
             neo4j_password=endpoint.password,
         )
         sessions = [f"{PREFIX}-{n}" for n in range(args.sessions)]
-        runs = []
-        for count in (int(part) for part in args.workers.split(",")):
-            runs.append(await measure(settings, endpoint, count, sessions, total, args.timeout))
+        counts = [int(part) for part in args.workers.split(",")]
+        console.print("warm-up (untimed): a fresh server's first run pays for its JIT and plan caches")
+        warmup = await measure(settings, endpoint, counts[0], sessions, total, args.timeout)
+        runs = [await measure(settings, endpoint, count, sessions, total, args.timeout) for count in counts]
     finally:
         node.stop()
-    return report(args, total, runs, endpoint)
+    return {**report(args, total, runs, endpoint), "warmup": warmup.summary(total)}
 
 
 def report(args: argparse.Namespace, total: int, runs: list[Run], endpoint: Neo4jEndpoint) -> dict[str, Any]:
