@@ -14,7 +14,15 @@ Graph extraction for new event types: `projectors.graph.register_extractor`.
 from projectors.emitter import ProducerProjection
 from projectors.generations import Generations
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, PluginContext
-from projectors.protocol import CitedEvent, DerivedEvent, Producer, Projector, Rebuildable, SkipsSessions
+from projectors.protocol import (
+    CitedEvent,
+    DerivedEvent,
+    Idles,
+    Producer,
+    Projector,
+    Rebuildable,
+    SkipsSessions,
+)
 from projectors.runner import ProjectorRunner, RunnerOptions
 from projectors.tracking import TrackingProjector
 
@@ -24,6 +32,7 @@ __all__ = [
     "CitedEvent",
     "DerivedEvent",
     "Generations",
+    "Idles",
     "PluginContext",
     "Producer",
     "ProducerProjection",

@@ -48,6 +48,13 @@ class SkipsSessions(Protocol):
 
 
 @runtime_checkable
+class Idles(Protocol):
+    """A projector told when its runner has nothing to apply (a moment for the store's housekeeping)."""
+
+    async def idle(self) -> None: ...
+
+
+@runtime_checkable
 class Profiled(Protocol):
     """A projector that reports where its time goes (extract, write, and its store's own stages)."""
 

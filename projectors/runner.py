@@ -32,7 +32,7 @@ from eventloom.tail import event_at
 from eventloom.trust import UNVERIFIED, EventVerifier
 from projectors.batches import CheckedBatch, FetchedEvent, sort_batch
 from projectors.partitions import consumer_name
-from projectors.protocol import Profiled, Projector, Rebuildable, SkipsSessions
+from projectors.protocol import Idles, Profiled, Projector, Rebuildable, SkipsSessions
 from projectors.status import StatsPublisher
 
 log = logging.getLogger(__name__)
@@ -140,6 +140,8 @@ class ProjectorRunner:
                     in_flight = asyncio.create_task(self._apply_and_report(checked))
                 else:
                     await self._report_stats()
+                    if isinstance(self.projector, Idles):
+                        await self._with_store(self.projector.idle)  # caught up: housekeeping now
                 if self._housekeeping_due():
                     if in_flight is not None:
                         finishing, in_flight = in_flight, None

@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from eventloom.event import Event
 from eventloom.stages import StageTimes
-from readmodels.tracking import TrackingRecorder
+from readmodels.tracking import Housekeeping, TrackingRecorder
 
 R = TypeVar("R", bound=TrackingRecorder[Any])
 Item = TypeVar("Item")
@@ -50,6 +50,11 @@ class TrackingProjector(Generic[R, Item]):
             batch = [self.translate(event) for event in events]
         with self.stages.timed("write"):
             await self.store.apply(self.name, batch)
+
+    async def idle(self) -> None:
+        """The runner found nothing to apply: the store's housekeeping, if it has any."""
+        if isinstance(self.store, Housekeeping):
+            await self.store.idle()
 
     def stage_times(self) -> StageTimes:
         """Extract and write, and within write the store's own stages (`write.<stage>`) where it has them."""

@@ -21,7 +21,7 @@ from readmodels.query.protocol import MemoryService, MemoryUnavailableError
 from readmodels.retrieval.causal_chains import CausalChain, CausalRequest
 from readmodels.retrieval.model import Citation, Hit, Query, QueryResult
 from readmodels.retrieval.retriever import ReadModels, Retriever
-from readmodels.tracking import TrackingRecorder
+from readmodels.tracking import Housekeeping, TrackingRecorder
 from readmodels.vector.embedders import Embedder
 from readmodels.vector.protocol import VectorStore
 
@@ -33,6 +33,7 @@ __all__ = [
     "Embedder",
     "GraphStore",
     "Hit",
+    "Housekeeping",
     "InferredStatusReader",
     "KeywordStore",
     "LocalMemory",

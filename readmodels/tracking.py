@@ -48,3 +48,10 @@ class TrackingRecorder(Protocol[Item_contra]):
         the checkpoint are skipped, and within a session the batch is in seq order. Returns how many were
         applied. On any error nothing of the batch is written."""
         ...
+
+
+@runtime_checkable
+class Housekeeping(Protocol):
+    """A store with work best done when nothing waits to be written (LadybugDB folds its WAL then)."""
+
+    async def idle(self) -> None: ...
