@@ -12,7 +12,8 @@ import pytest
 from eventloom.errors import ReadModelBrokenError
 from projectors.graph.registry import extract
 from readmodels.embedded.graph_bulk import LadybugBulkLoader
-from readmodels.embedded.graph_store import LadybugGraphStore, run_rows
+from readmodels.embedded.graph_store import LadybugGraphStore
+from readmodels.embedded.ladybug_io import run_rows
 from readmodels.graph.bulk.tables import (
     CHECKPOINT,
     ENTITY,

@@ -17,7 +17,8 @@ import ladybug
 import pyarrow as pa
 
 from readmodels.embedded.graph_schema import apply_migrations, typed_rel_ddl
-from readmodels.embedded.graph_store import DEFAULT_BUFFER_POOL_SIZE, DEFAULT_CHECKPOINT_THRESHOLD, run_rows
+from readmodels.embedded.graph_store import DEFAULT_BUFFER_POOL_SIZE, DEFAULT_CHECKPOINT_THRESHOLD
+from readmodels.embedded.ladybug_io import run_rows
 from readmodels.graph.bulk.loader import SPILL_EVERY_ROWS, BulkLoader, LoadProgress, SpilledFiles
 from readmodels.graph.bulk.tables import CopyTarget, copy_order
 from readmodels.graph.protocol import GraphStoreError

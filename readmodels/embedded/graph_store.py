@@ -9,18 +9,17 @@ the projection and the checkpoints: it commits whole or not at all.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
 import ladybug
-import pyarrow as pa
 
 from eventloom.stages import StageTimes
 from readmodels.embedded.graph_schema import apply_migrations, typed_rel_ddl
 from readmodels.embedded.graph_writes import write_plan
+from readmodels.embedded.ladybug_io import rollback, run_rows
 from readmodels.graph import reads
 from readmodels.graph.cypher.guard import single_read_statement
 from readmodels.graph.cypher.io import Reading, run_sync
@@ -53,31 +52,6 @@ pool is full") at ~70,000 events of bench/project.py's load, and 2 GiB held at 1
 size near the bound: the engine keeps more than the data in its pool (primary-key indexes, versions not yet
 checkpointed), so a bound must grow with the graph; the engine's default does."""
 _WRITE_REFUSED = "read-only transaction"
-
-
-def run_rows(
-    connection: ladybug.Connection, cypher: str | ladybug.PreparedStatement, params: Mapping[str, Any] | None
-) -> list[dict[str, Any]]:
-    bound = dict(params or {})
-    if isinstance(cypher, str) and any(isinstance(value, pa.Table) for value in bound.values()):
-        # prepared here, not by `execute`: the driver caches each statement it prepares, keyed by the
-        # identity of the table it scans, so every batch added entries never freed (~18 MB per 1,000
-        # events of bench/project.py's load, 21 GB at 450,000)
-        cypher = ladybug.PreparedStatement(connection, cypher, bound)
-    result = connection.execute(cypher, bound)
-    results = result if isinstance(result, list) else [result]
-    rows: list[dict[str, Any]] = []
-    for part in results:
-        columns = part.get_column_names()
-        while part.has_next():
-            values = part.get_next()
-            rows.append(dict(values) if isinstance(values, dict) else dict(zip(columns, values, strict=True)))
-    return rows
-
-
-def _rollback(connection: ladybug.Connection) -> None:
-    with contextlib.suppress(RuntimeError):  # a failed statement may already have ended the transaction
-        connection.execute("ROLLBACK")
 
 
 class LadybugGraphStore:
@@ -284,7 +258,7 @@ class LadybugGraphStore:
             self._open_edges.clear()  # entries are only ever committed state, but take no chances
             self._names.clear()
             if self._writer is not None:
-                _rollback(self._writer)
+                rollback(self._writer)
             self._typed = self._rel_tables()  # DDL of the failed batch was rolled back too
             raise
         if todo:
@@ -365,7 +339,7 @@ class LadybugGraphStore:
             raise GraphQueryError(str(exc)) from None
         finally:
             if self._reader is not None:
-                _rollback(self._reader)
+                rollback(self._reader)
 
     async def read(self, reading: Reading[T]) -> T:
         return await self._reading_cypher(reading)
