@@ -3,7 +3,9 @@
 Anyone who can publish on the stream's subjects can put bytes there; only the appender's key makes them an
 event. A consumer applies an event only if its hash matches its content, its signature verifies against the
 keyring, and it links to the session's previous event (seq + 1, `prev_hash`). The ledger mirror has done this
-from the start; projectors and producers do it here, with the same checks (`eventloom.chain`).
+from the start; projectors and producers do it here, with the same checks (`eventloom.chain`). They also
+check what an event cites (`eventloom.citations`): derived knowledge naming an event that does not exist, or
+one with another hash, is refused like a forgery.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from nats.aio.client import Client
 from eventloom.bus.stream import StreamLayout
 from eventloom.chain import GENESIS, ChainBreak, ChainTip, check_link, self_problem
 from eventloom.checks import EventChecker
+from eventloom.citations import CitationChecker
 from eventloom.errors import EventloomError
 from eventloom.event import Event
 from eventloom.keys import Keyring, KeyStore
@@ -39,6 +42,7 @@ class EventVerifier:
         self._keyring = Keyring()
         self._tips: dict[str, ChainTip] = {}
         self._checker: EventChecker | None = None
+        self._citations = CitationChecker(self._cited_hash)
 
     async def open(self) -> None:
         self._keyring = await asyncio.to_thread(self._keys.load_keyring)
@@ -63,8 +67,17 @@ class EventVerifier:
             if broken is not None:
                 reasons.append(f"{UNVERIFIED}: {broken.reason}")
                 continue
-            reasons.append(await self._link(event))
+            reason = await self._link(event)
+            if reason is None:
+                reason = await self._citations.problem(event)
+            if reason is None:
+                self._citations.saw(event)
+            reasons.append(reason)
         return reasons
+
+    async def _cited_hash(self, session: str, seq: int) -> str | None:
+        stored = await event_by_seq(self._client, self._layout, session, seq, self._own_problem)
+        return None if stored is None else stored.event.hash
 
     async def _link(self, event: Event) -> str | None:
         tip = self._tips.get(event.session)

@@ -2,10 +2,11 @@
 
 from eventloom.schemas import catalogue as catalogue
 from eventloom.schemas.registry import (
+    decode_payload,
     known_event_types,
     register_event_type,
     schema_for,
     validate_payload,
 )
 
-__all__ = ["known_event_types", "register_event_type", "schema_for", "validate_payload"]
+__all__ = ["decode_payload", "known_event_types", "register_event_type", "schema_for", "validate_payload"]

@@ -16,9 +16,10 @@ from eventloom.schemas.catalogue_activity import (
     ToolCallCompleted,
     TranscriptTurn,
 )
-from eventloom.schemas.catalogue_common import Evidence, Payload, TaskRef
+from eventloom.schemas.catalogue_common import Evidence, Payload, SourceEvent, SubjectRef, TaskRef
 from eventloom.schemas.catalogue_inference import (
     CausalEdgeGenerated,
+    CausalEdgeGeneratedV1,
     EdgeTarget,
     InferenceEdgeContradicted,
     InferenceEdgeGenerated,
@@ -26,14 +27,20 @@ from eventloom.schemas.catalogue_inference import (
     OutcomeExplained,
 )
 from eventloom.schemas.catalogue_memory import (
+    CandidateType,
     ConsolidationCandidateCreated,
+    ConsolidationCandidateCreatedV1,
+    ConsolidationCandidatePromoted,
     ConsolidationCandidateReviewed,
+    ConsolidationCandidateReviewedV1,
+    ConsolidationPromotionRetracted,
     EntityFact,
     EntityRef,
     MemoryFactAsserted,
     MemoryInvalidated,
     RelationFact,
     RelationRef,
+    Verdict,
 )
 from eventloom.schemas.catalogue_sources import (
     CodeFileIndexed,
@@ -84,6 +91,8 @@ BUILTIN_EVENT_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
     "memory.invalidated": MemoryInvalidated,
     "consolidation.candidate.created": ConsolidationCandidateCreated,
     "consolidation.candidate.reviewed": ConsolidationCandidateReviewed,
+    "consolidation.candidate.promoted": ConsolidationCandidatePromoted,
+    "consolidation.promotion.retracted": ConsolidationPromotionRetracted,
     # non-authoritative inference
     "inference.edge.generated": InferenceEdgeGenerated,
     "inference.edge.contradicted": InferenceEdgeContradicted,
@@ -91,19 +100,33 @@ BUILTIN_EVENT_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
     "causal.edge.generated": CausalEdgeGenerated,
     "outcome.explained": OutcomeExplained,
 }
-"""Every built-in event type and its payload Struct."""
+"""Every built-in event type and its payload Struct (the current payload version)."""
+
+LEGACY_PAYLOADS: Final[dict[str, tuple[type[msgspec.Struct], ...]]] = {
+    "consolidation.candidate.created": (ConsolidationCandidateCreatedV1,),
+    "consolidation.candidate.reviewed": (ConsolidationCandidateReviewedV1,),
+    "causal.edge.generated": (CausalEdgeGeneratedV1,),
+}
+"""Earlier payload versions still readable from the log, newest first (see `decode_payload`)."""
 
 for _event_type, _schema in BUILTIN_EVENT_TYPES.items():
-    register_event_type(_event_type, _schema)
+    register_event_type(_event_type, _schema, legacy=LEGACY_PAYLOADS.get(_event_type, ()))
 
 __all__ = [
     "BUILTIN_EVENT_TYPES",
+    "LEGACY_PAYLOADS",
+    "CandidateType",
     "CausalEdgeGenerated",
+    "CausalEdgeGeneratedV1",
     "CodeFileIndexed",
     "CodeSymbolIndexed",
     "CommandCompleted",
     "ConsolidationCandidateCreated",
+    "ConsolidationCandidateCreatedV1",
+    "ConsolidationCandidatePromoted",
     "ConsolidationCandidateReviewed",
+    "ConsolidationCandidateReviewedV1",
+    "ConsolidationPromotionRetracted",
     "DecisionMade",
     "DocumentChunk",
     "DocumentIndexed",
@@ -127,6 +150,8 @@ __all__ = [
     "RelationRef",
     "SessionEnded",
     "SessionStarted",
+    "SourceEvent",
+    "SubjectRef",
     "TaskClaimed",
     "TaskCompleted",
     "TaskProposed",
@@ -134,5 +159,6 @@ __all__ = [
     "ToolCallCompleted",
     "TranscriptTurn",
     "UserPreferenceChanged",
+    "Verdict",
     "VerificationRecorded",
 ]

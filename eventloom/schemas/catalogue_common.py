@@ -34,6 +34,9 @@ Tag: TypeAlias = Annotated[str, Meta(min_length=1, max_length=128)]
 Confidence: TypeAlias = Annotated[float, Meta(ge=0, le=1)]
 Seq: TypeAlias = Annotated[int, Meta(ge=1)]
 """A 1-based event sequence number within a session."""
+SESSION: Final = r"^[A-Za-z0-9_-]{1,128}$"
+Session: TypeAlias = Annotated[str, Meta(pattern=SESSION)]
+"""A session name (`eventloom.event.SESSION_PATTERN`)."""
 EventHash: TypeAlias = Annotated[str, Meta(pattern=EVENT_HASH)]
 """The 64-hex sha256 `hash` of an event."""
 Timestamp: TypeAlias = Annotated[str, Meta(pattern=RFC3339)]
@@ -80,8 +83,13 @@ def check_line_range(start: int | None, end: int | None) -> None:
 
 
 class Evidence(Payload, kw_only=True):
-    """One piece of evidence for an inferred or causal claim: an event, a citation, a quote."""
+    """One piece of evidence for an inferred or causal claim: an event, a citation, a quote.
 
+    An item with both `event_seq` and `event_hash` cites an event: of `session`, or of the citing event's own
+    session when `session` is absent. Consumers check such citations against the log (`eventloom.citations`).
+    """
+
+    session: Session | None = None
     event_seq: Seq | None = None
     event_hash: EventHash | None = None
     citation: Annotated[str, Meta(min_length=1, max_length=4_096)] | None = None
@@ -90,3 +98,22 @@ class Evidence(Payload, kw_only=True):
     def __post_init__(self) -> None:
         if self.event_seq is None and self.event_hash is None and not self.citation and not self.quote:
             raise ValueError("evidence needs at least one of `event_seq`, `event_hash`, `citation`, `quote`")
+
+    @property
+    def cites_event(self) -> bool:
+        return self.event_seq is not None and self.event_hash is not None
+
+
+class SourceEvent(Payload, kw_only=True):
+    """One cited event, named exactly: its session, its seq and its hash."""
+
+    session: Session
+    seq: Seq
+    hash: EventHash
+
+
+class SubjectRef(Payload, kw_only=True):
+    """An entity a decision, an outcome or a derived edge is about: by name and type."""
+
+    name: Name
+    entity_type: SnakeCase

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
+from msgspec import Meta
 
 from eventloom.schemas.catalogue_common import (
     Confidence,
@@ -13,6 +16,7 @@ from eventloom.schemas.catalogue_common import (
     Payload,
     Seq,
     SnakeCase,
+    SubjectRef,
     Taxonomy,
     Text,
     Title,
@@ -63,7 +67,36 @@ class InferenceEdgeRetracted(EdgeTarget, kw_only=True):
 
 
 class CausalEdgeGenerated(Payload, kw_only=True):
-    """`causal.edge.generated`: a proposed causal link; never authoritative until reviewed."""
+    """`causal.edge.generated` (payload version 2): a proposed causal link, never authoritative unreviewed.
+
+    At least one `evidence` item must cite an event (`event_seq` and `event_hash`); consumers refuse the edge
+    into the dead-letter queue when a cited event does not exist or its hash differs. `cause_entity` and
+    `effect_entity` name what the two ends are about; without them, an end is an entity named by its text.
+    """
+
+    cause: Title
+    effect: Title
+    taxonomy: Taxonomy
+    relation_type: SnakeCase
+    confidence: Confidence
+    method: Name
+    evidence: Annotated[list[Evidence], Meta(min_length=1)]
+    review_status: SnakeCase = "proposed"
+    authority_status: SnakeCase = "non_authoritative"
+    edge_id: Id | None = None
+    source_event_seq: Seq | None = None
+    source_event_hash: EventHash | None = None
+    cause_entity: SubjectRef | None = None
+    effect_entity: SubjectRef | None = None
+
+    def __post_init__(self) -> None:
+        if not any(item.cites_event for item in self.evidence):
+            raise ValueError("`evidence` must cite at least one event by `event_seq` and `event_hash`")
+
+
+class CausalEdgeGeneratedV1(Payload, kw_only=True):
+    """Payload version 1 of `causal.edge.generated`: citations optional. Still readable; consumers refuse
+    one that cites no event, and check the ones it cites like version 2's."""
 
     cause: Title
     effect: Title
@@ -90,3 +123,5 @@ class OutcomeExplained(Payload, kw_only=True):
     cause_event_hash: EventHash | None = None
     confidence: Confidence | None = None
     evidence: list[Evidence] = msgspec.field(default_factory=list)
+    about: list[SubjectRef] = msgspec.field(default_factory=list)
+    """The entities the outcome concerns (`auth-service` for "the outage of auth-service")."""

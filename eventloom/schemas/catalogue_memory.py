@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
 import msgspec
+from msgspec import Meta
 
 from eventloom.schemas.catalogue_common import (
     Confidence,
@@ -12,8 +13,11 @@ from eventloom.schemas.catalogue_common import (
     Name,
     Payload,
     SnakeCase,
+    SourceEvent,
+    SubjectRef,
     Text,
     Timestamp,
+    Title,
 )
 
 
@@ -76,8 +80,41 @@ class MemoryInvalidated(Payload, kw_only=True):
             raise ValueError("name exactly one of `entity` or `relation`")
 
 
+CandidateType: TypeAlias = Literal["episode", "claim", "procedure"]
+"""What a consolidation candidate proposes: a summary of a stretch of one session (`episode`), one fact
+asserted several times or in several sessions (`claim`), or a command/tool sequence that repeatedly led to
+success (`procedure`)."""
+Verdict: TypeAlias = Literal["accepted", "rejected", "deferred", "conflicted"]
+
+
 class ConsolidationCandidateCreated(Payload, kw_only=True):
-    """`consolidation.candidate.created`: a proposal to merge or summarise memory, awaiting review."""
+    """`consolidation.candidate.created` (payload version 2): a cited proposal to consolidate memory.
+
+    It is never a fact: it waits for a review, and only an accepted, promoted candidate answers as memory.
+    """
+
+    candidate_id: Id
+    candidate_type: CandidateType
+    title: Title
+    summary: Text
+    source_events: Annotated[list[SourceEvent], Meta(min_length=1)]
+    confidence: Confidence
+    method: Name
+    purpose: Text
+    about: list[SubjectRef] = msgspec.field(default_factory=list)
+    """The entities the candidate concerns; once promoted, each points to the consolidated memory."""
+    relations: list[RelationRef] = msgspec.field(default_factory=list)
+    """For a `claim`: the relation asserted several times."""
+    summary_by: Name | None = None
+    """Who wrote `title` and `summary`: `extractive` (the default) or `llm:<model>`; never the citations."""
+
+
+class ConsolidationCandidateCreatedV1(Payload, kw_only=True):
+    """Payload version 1 of `consolidation.candidate.created`: no type, no cited source events.
+
+    Still readable (it has `proposal` and no `candidate_type`); it projects as a legacy candidate that
+    cannot be promoted, because nothing it says can be checked against the log.
+    """
 
     candidate_id: Id
     proposal: Text
@@ -88,9 +125,52 @@ class ConsolidationCandidateCreated(Payload, kw_only=True):
 
 
 class ConsolidationCandidateReviewed(Payload, kw_only=True):
-    """`consolidation.candidate.reviewed`: a reviewer's verdict on a consolidation candidate."""
+    """`consolidation.candidate.reviewed` (payload version 2): a reviewer's verdict, with a rationale.
+
+    `candidate_id` names a consolidation candidate or a proposed `same_as` edge (its `edge_id`).
+    """
+
+    candidate_id: Id
+    decision: Verdict
+    reviewer: Name
+    rationale: Text
+    candidate_event: SourceEvent | None = None
+    """The event that proposed the candidate, when the reviewer names it (the CLI and MCP tools do)."""
+    conflicts_with: list[Id] = msgspec.field(default_factory=list)
+    """For `conflicted`: the candidates or facts it conflicts with."""
+
+
+class ConsolidationCandidateReviewedV1(Payload, kw_only=True):
+    """Payload version 1 of `consolidation.candidate.reviewed`: an optional `note`, no `conflicted`."""
 
     candidate_id: Id
     decision: Literal["accepted", "rejected", "deferred"]
     reviewer: Name
     note: str | None = None
+
+
+class ConsolidationCandidatePromoted(Payload, kw_only=True):
+    """`consolidation.candidate.promoted`: an accepted candidate becomes authoritative memory.
+
+    It carries the candidate's content and citations (so it answers on its own, cited), the candidate's
+    event and the accepting review's event.
+    """
+
+    candidate_id: Id
+    candidate_type: CandidateType
+    title: Title
+    summary: Text
+    source_events: Annotated[list[SourceEvent], Meta(min_length=1)]
+    candidate_event: SourceEvent
+    review_event: SourceEvent
+    promoted_by: Name
+    about: list[SubjectRef] = msgspec.field(default_factory=list)
+    relations: list[RelationRef] = msgspec.field(default_factory=list)
+
+
+class ConsolidationPromotionRetracted(Payload, kw_only=True):
+    """`consolidation.promotion.retracted`: a promoted memory stops holding; its sources stand alone again."""
+
+    candidate_id: Id
+    reason: Text
+    retracted_by: Name

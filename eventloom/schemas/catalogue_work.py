@@ -12,6 +12,7 @@ from eventloom.schemas.catalogue_common import (
     Name,
     Payload,
     Seq,
+    SubjectRef,
     Tag,
     TaskRef,
     Text,
@@ -80,6 +81,8 @@ class DecisionMade(TaskRef, kw_only=True):
     rationale: str | None = None
     alternatives: list[str] = msgspec.field(default_factory=list)
     tags: list[Tag] = msgspec.field(default_factory=list)
+    about: list[SubjectRef] = msgspec.field(default_factory=list)
+    """The entities the decision concerns; the graph links the decision to each."""
 
 
 class IssueDiagnosed(TaskRef, kw_only=True):

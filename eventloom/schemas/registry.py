@@ -11,15 +11,24 @@ from eventloom.errors import EventValidationError
 from eventloom.event import TYPE_PATTERN
 
 _schemas: dict[str, type[msgspec.Struct]] = {}
+_legacy: dict[str, tuple[type[msgspec.Struct], ...]] = {}
 _PATH_IN_MESSAGE = re.compile(r" - at `\$(?P<path>[^`]*)`$")
 _MISSING_FIELD = re.compile(r"^Object missing required field `(?P<name>[^`]+)`")
 
 
-def register_event_type(event_type: str, schema: type[msgspec.Struct], *, replace: bool = False) -> None:
+def register_event_type(
+    event_type: str,
+    schema: type[msgspec.Struct],
+    *,
+    replace: bool = False,
+    legacy: tuple[type[msgspec.Struct], ...] = (),
+) -> None:
     """Make `event_type` a known type whose payload must convert to `schema`.
 
     Plug-ins call this at import time. Registering a different schema for a type that already has one is
-    refused unless `replace` is set, so two plug-ins cannot silently disagree about a payload.
+    refused unless `replace` is set, so two plug-ins cannot silently disagree about a payload. `legacy` lists
+    the schemas of earlier payload versions, newest first: new events must fit `schema`, while events already
+    in the log stay readable through `decode_payload`.
     """
     if not TYPE_PATTERN.fullmatch(event_type):
         raise EventValidationError("type", f"{event_type!r} is not a dotted snake_case event type")
@@ -27,11 +36,30 @@ def register_event_type(event_type: str, schema: type[msgspec.Struct], *, replac
     if existing is not None and existing is not schema and not replace:
         raise ValueError(f"event type {event_type!r} already has schema {existing.__qualname__}")
     _schemas[event_type] = schema
+    _legacy[event_type] = legacy
 
 
 def schema_for(event_type: str) -> type[msgspec.Struct] | None:
     """The registered schema, or None for an unknown (opaque) type."""
     return _schemas.get(event_type)
+
+
+def decode_payload(event_type: str, payload: dict[str, Any]) -> msgspec.Struct:
+    """A known type's payload as the first of its schemas it fits: the current one, then each legacy one.
+
+    That is how a payload version is told apart: by the schema it fits (`isinstance` on the result). Raises
+    `EventValidationError` (naming the current schema's complaint) when it fits none, and for an unknown type.
+    """
+    schema = _schemas.get(event_type)
+    if schema is None:
+        raise EventValidationError("type", f"{event_type!r} is not a known event type")
+    for version in (schema, *_legacy.get(event_type, ())):
+        try:
+            return msgspec.convert(payload, version, strict=True)
+        except msgspec.ValidationError:
+            continue
+    validate_payload(event_type, payload)
+    raise AssertionError("unreachable: the current schema rejected the payload above")
 
 
 def known_event_types() -> list[str]:
