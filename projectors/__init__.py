@@ -1,7 +1,8 @@
 """Consumer runtime, plug-in API, built-in projectors and inference producers.
 
 The plug-in API, all a plug-in needs to import from here (with `eventloom` for the event itself):
-`Projector` and `Producer` (the two contracts), `Rebuildable` and `SkipsSessions` (what a projector may
+`Projector` and `Producer` (the two contracts; `ProcessProducer` is a producer that reads the log through a
+`LogView` with a `ProducerState` of its own), `Rebuildable` and `SkipsSessions` (what a projector may
 also offer), `DerivedEvent` and `CitedEvent` (what a producer emits: a new event, citing what it derives
 from), `PluginContext` (what an entry point is called with), `Generations` (a rebuildable embedded read
 model's directories), and `ProjectorRunner` with `RunnerOptions` (and `ProducerProjection` for producers)
@@ -18,7 +19,10 @@ from projectors.protocol import (
     CitedEvent,
     DerivedEvent,
     Idles,
+    LogView,
+    ProcessProducer,
     Producer,
+    ProducerState,
     Projector,
     Rebuildable,
     SkipsSessions,
@@ -33,9 +37,12 @@ __all__ = [
     "DerivedEvent",
     "Generations",
     "Idles",
+    "LogView",
     "PluginContext",
+    "ProcessProducer",
     "Producer",
     "ProducerProjection",
+    "ProducerState",
     "Projector",
     "ProjectorRunner",
     "Rebuildable",

@@ -23,7 +23,8 @@ from eventloom.bus.consumer import read_stream
 from eventloom.event import Event, decode_event
 from eventloom.log import EventLog
 from eventloom.tail import event_by_seq, last_event
-from projectors.protocol import DerivedEvent, Producer
+from projectors.log_view import KvProducerState, StreamLogView, state_bucket
+from projectors.protocol import DerivedEvent, LogView, ProcessProducer, Producer
 
 FENCE_BUCKET: Final = "EVENTLOOM_FENCES"
 
@@ -36,20 +37,31 @@ class ProducerProjection:
     """
 
     def __init__(
-        self, producers: Producer | Sequence[Producer], log: EventLog, name: str | None = None
+        self,
+        producers: Producer | ProcessProducer | Sequence[Producer | ProcessProducer],
+        log: EventLog,
+        name: str | None = None,
     ) -> None:
-        self._producers = [producers] if isinstance(producers, Producer) else list(producers)
+        self._producers: list[Producer | ProcessProducer] = (
+            [producers] if isinstance(producers, Producer | ProcessProducer) else list(producers)
+        )
         if not self._producers:
             raise ValueError("producers: at least one is needed")
         self.name = name or "+".join(p.name for p in self._producers)
         self._log = log
         self._fences: KeyValue | None = None
+        self._views: dict[str, LogView] = {}
         self.emitted = 0
         self.skipped_citations = 0
 
     async def open(self) -> None:
         js = self._log.client.jetstream()
         self._fences = await js.create_key_value(bucket=FENCE_BUCKET, history=1)
+        if any(isinstance(p, ProcessProducer) for p in self._producers):
+            bucket = await state_bucket(self._log)
+            self._views = {
+                p.name: StreamLogView(self._log, KvProducerState(bucket, p.name)) for p in self._producers
+            }
 
     async def applied_seqs(self, sessions: Sequence[str]) -> dict[str, int]:
         return {}  # fences, not checkpoints, make emission exactly-once
@@ -57,7 +69,11 @@ class ProducerProjection:
     async def apply(self, events: Sequence[Event]) -> None:
         for event in events:
             for producer in self._producers:
-                for index, derived in enumerate(producer.derive(event)):
+                if isinstance(producer, ProcessProducer):
+                    derivations = await producer.process(event, self._views[producer.name])
+                else:
+                    derivations = producer.derive(event)
+                for index, derived in enumerate(derivations):
                     await self._emit_once(producer.name, event, derived, index)
 
     async def close(self) -> None:

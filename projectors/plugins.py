@@ -17,7 +17,7 @@ from typing import Any
 
 from eventloom.errors import EventloomError
 from eventloom.settings import Settings
-from projectors.protocol import Producer, Projector
+from projectors.protocol import ProcessProducer, Producer, Projector
 
 PROJECTORS_GROUP = "eventloom.projectors"
 PRODUCERS_GROUP = "eventloom.producers"
@@ -52,10 +52,12 @@ def load_projector(name: str, settings: Settings, generation: Path | None = None
     return projector
 
 
-def load_producer(name: str, settings: Settings) -> Producer:
+def load_producer(name: str, settings: Settings) -> Producer | ProcessProducer:
     producer = _load(PRODUCERS_GROUP, name, settings)
-    if not isinstance(producer, Producer):
-        raise EventloomError(f"producer {name!r}: its entry point did not return a Producer")
+    if not isinstance(producer, Producer | ProcessProducer):
+        raise EventloomError(
+            f"producer {name!r}: its entry point did not return a Producer or ProcessProducer"
+        )
     return producer
 
 

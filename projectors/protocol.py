@@ -96,6 +96,48 @@ class DerivedEvent(msgspec.Struct, frozen=True, kw_only=True):
     requires: list[CitedEvent] = msgspec.field(default_factory=list)
 
 
+class LogView(Protocol):
+    """What a `ProcessProducer` may read: earlier events of the log, and a small state of its own.
+
+    The log is immutable, so what a producer derives from the events before its source event is the same
+    whenever it runs; `state` is for what spans sessions (a fact seen before, a sequence seen twice).
+    """
+
+    async def event(self, session: str, seq: int) -> Event | None:
+        """The session's event at `seq` (verified against its chain), or None."""
+        ...
+
+    async def session_events(self, session: str, after_seq: int, upto_seq: int) -> list[Event]:
+        """The session's events with `after_seq < seq <= upto_seq`, in seq order."""
+        ...
+
+    @property
+    def state(self) -> ProducerState: ...
+
+
+class ProducerState(Protocol):
+    """A key-value store private to one producer (keys: `[A-Za-z0-9_=-]`, at most 200 characters)."""
+
+    async def get(self, key: str) -> bytes | None: ...
+
+    async def create(self, key: str, value: bytes) -> bool:
+        """Store `value` unless `key` exists; True when this call created it (one winner across workers)."""
+        ...
+
+    async def put(self, key: str, value: bytes) -> None: ...
+
+
+@runtime_checkable
+class ProcessProducer(Protocol):
+    """A producer that reads the log to derive (eventsourcing's process application): an episode spans many
+    events, a repeated claim many sessions. Deterministic given the log before the source event (and its own
+    state); the runtime appends, fences and cites exactly as for a `Producer`."""
+
+    name: str
+
+    async def process(self, event: Event, log: LogView) -> list[DerivedEvent]: ...
+
+
 @runtime_checkable
 class Producer(Protocol):
     """Derives new events from one event: pure, deterministic, no I/O.

@@ -1,0 +1,92 @@
+"""The log as a `ProcessProducer` reads it: earlier events by seq, a session's stretch, a state of its own."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+import msgspec
+import nats.js.errors
+from nats.js.kv import KeyValue
+
+from eventloom.bus.consumer import read_stream
+from eventloom.event import Event, decode_event
+from eventloom.log import EventLog
+from eventloom.tail import event_by_seq
+from projectors.protocol import ProducerState
+
+STATE_BUCKET: Final = "EVENTLOOM_PRODUCER_STATE"
+_KEY: Final = re.compile(r"^[A-Za-z0-9_=-]{1,200}$")
+
+
+class KvProducerState:
+    """`ProducerState` in one KV bucket shared by all producers, each under its own key prefix."""
+
+    def __init__(self, bucket: KeyValue, producer: str) -> None:
+        self._bucket = bucket
+        self._prefix = f"{producer}."
+
+    def _key(self, key: str) -> str:
+        if not _KEY.fullmatch(key):
+            raise ValueError(f"producer state key {key!r}: use 1-200 of [A-Za-z0-9_=-]")
+        return self._prefix + key
+
+    async def get(self, key: str) -> bytes | None:
+        try:
+            entry = await self._bucket.get(self._key(key))
+        except nats.js.errors.KeyNotFoundError:
+            return None
+        return entry.value
+
+    async def create(self, key: str, value: bytes) -> bool:
+        try:
+            await self._bucket.create(self._key(key), value)
+        except nats.js.errors.KeyWrongLastSequenceError:
+            return False
+        return True
+
+    async def put(self, key: str, value: bytes) -> None:
+        await self._bucket.put(self._key(key), value)
+
+
+class StreamLogView:
+    """A `LogView` over the event stream for one producer."""
+
+    def __init__(self, log: EventLog, state: ProducerState) -> None:
+        self._log = log
+        self._state = state
+
+    @property
+    def state(self) -> ProducerState:
+        return self._state
+
+    async def event(self, session: str, seq: int) -> Event | None:
+        stored = await event_by_seq(self._log.client, self._log.layout, session, seq)
+        return None if stored is None else stored.event
+
+    async def session_events(self, session: str, after_seq: int, upto_seq: int) -> list[Event]:
+        if upto_seq <= after_seq:
+            return []
+        first = await event_by_seq(self._log.client, self._log.layout, session, after_seq + 1)
+        if first is None:
+            return []
+        events: list[Event] = []
+        subject = self._log.layout.subject_for(session)
+        async for message in read_stream(
+            self._log.client, self._log.layout.name, [subject], start_stream_seq=first.stream_seq
+        ):
+            try:
+                event = decode_event(message.data)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue  # not an event: the verifier never let it through either
+            if event.session != session or event.seq <= after_seq:
+                continue
+            if event.seq > upto_seq:
+                break
+            if not events or event.seq == events[-1].seq + 1:
+                events.append(event)
+        return events
+
+
+async def state_bucket(log: EventLog) -> KeyValue:
+    return await log.client.jetstream().create_key_value(bucket=STATE_BUCKET, history=1)
