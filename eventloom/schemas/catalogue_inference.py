@@ -35,6 +35,9 @@ class InferenceEdgeGenerated(Payload, kw_only=True):
     source_event_seq: Seq | None = None
     source_event_hash: EventHash | None = None
     evidence: list[Evidence] = msgspec.field(default_factory=list)
+    review_status: SnakeCase = "proposed"
+    """`proposed` (default); `accepted` when a reviewer re-asserts the edge (only tokens with review rights
+    may): reads follow accepted `same_as` edges, and only those."""
 
 
 class EdgeTarget(Payload, kw_only=True):
