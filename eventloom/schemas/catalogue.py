@@ -102,6 +102,19 @@ BUILTIN_EVENT_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
 }
 """Every built-in event type and its payload Struct (the current payload version)."""
 
+DERIVED_EVENT_TYPES: Final = frozenset(
+    {
+        "consolidation.candidate.created",
+        "consolidation.candidate.reviewed",
+        "inference.edge.generated",
+        "inference.edge.contradicted",
+        "inference.edge.retracted",
+        "causal.edge.generated",
+    }
+)
+"""Types whose events propose, infer or review: what they assert is never a fact. (A promotion,
+`consolidation.candidate.promoted`, is authoritative: a reviewer with review rights accepted it.)"""
+
 LEGACY_PAYLOADS: Final[dict[str, tuple[type[msgspec.Struct], ...]]] = {
     "consolidation.candidate.created": (ConsolidationCandidateCreatedV1,),
     "consolidation.candidate.reviewed": (ConsolidationCandidateReviewedV1,),
@@ -114,6 +127,7 @@ for _event_type, _schema in BUILTIN_EVENT_TYPES.items():
 
 __all__ = [
     "BUILTIN_EVENT_TYPES",
+    "DERIVED_EVENT_TYPES",
     "LEGACY_PAYLOADS",
     "CandidateType",
     "CausalEdgeGenerated",

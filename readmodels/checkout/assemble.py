@@ -32,6 +32,7 @@ from readmodels.retrieval.model import (
     Hit,
     InferredLink,
     Invalidation,
+    Proposal,
     Query,
     QueryResult,
     TaskState,
@@ -40,6 +41,8 @@ from readmodels.retrieval.protocol import Memory
 from readmodels.retrieval.work import TASK_TYPE, work_intent
 
 MAX_ITEM_TOKENS: Final = 160
+HIDDEN_PROPOSALS: Final = frozenset({"rejected", "retracted"})
+"""Review verdicts after which a proposal is left out of a checkout altogether."""
 MAX_QUESTION_TOKENS: Final = 80
 
 
@@ -146,7 +149,9 @@ def _place(builder: PromptBuilder, result: QueryResult, request: CheckoutRequest
 
     def entity(hit: Hit) -> None:
         task = work_of.get((hit.session, hit.entity)) if hit.type == TASK_TYPE else None
-        if task is not None:
+        if hit.proposal is not None:
+            placer.proposed(hit, hit.proposal)
+        elif task is not None:
             placer.work(task)
         elif _is_fact(hit):
             placer.fact(hit)
@@ -157,6 +162,8 @@ def _place(builder: PromptBuilder, result: QueryResult, request: CheckoutRequest
         covering = [fact_of_event[c.uri] for c in hit.citations if c.uri in fact_of_event]
         if hit.kind == "entity":
             entity(hit)
+        elif hit.proposal is not None:  # a derived event's own words: a proposal, not a verbatim fact
+            placer.proposed(hit, hit.proposal)
         elif hit.kind == "event" and covering and len(covering) == len(hit.citations):
             for fact in covering:  # the event asserted facts: they say it, current, in fewer words
                 entity(fact)
@@ -180,7 +187,9 @@ class _Placer:
         self._gone = builder.section("## No longer true (invalidated: do not state these as current)")
         self._work = builder.section("## Work state (tasks: status, owner, blockers)")
         self._snippets = builder.section("## Verbatim snippets")
-        self._inferred = builder.section("## Inferred and causal context (NOT authoritative)")
+        self._inferred = builder.section(
+            "## Proposed, inferred and causal (NOT authoritative: proposals and links awaiting review)"
+        )
         self._seen: set[str] = set()
 
     def fact(self, hit: Hit) -> None:
@@ -226,6 +235,32 @@ class _Placer:
         item = _inferred_item(self.builder, self._inferred, hit, link)
         if item is not None:
             self.placed.inferred.append(item)
+
+    def proposed(self, hit: Hit, proposal: Proposal) -> None:
+        """A proposal goes with the inferred context, with its status; a rejected or retracted one nowhere."""
+        if proposal.status in HIDDEN_PROPOSALS or self._again(hit.key):
+            return
+        confidence = proposal.confidence if proposal.confidence is not None else 0.0
+        statement = f"{hit.entity} ({hit.type}): {_flat(hit.summary)}"
+        line = (
+            f"- PROPOSED [{proposal.status}] {statement} (confidence {confidence:.2f}, "
+            f"from {proposal.source_event_type}) "
+        )
+        numbers = self.builder.try_add(self._inferred, line.__add__, hit.citations)
+        if numbers is None:
+            return
+        self.placed.inferred.append(
+            InferredContext(
+                statement=statement,
+                kind="proposed",
+                about=hit.entity,
+                confidence=confidence,
+                trust=confidence,
+                method=proposal.method or proposal.source_event_type,
+                evidence=numbers,
+                status=proposal.status,
+            )
+        )
 
 
 def _work_item(task: TaskState, numbers: list[int]) -> WorkItem:

@@ -83,16 +83,18 @@ class NoLongerTrue(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class InferredContext(msgspec.Struct, frozen=True, kw_only=True):
-    """An inferred or causal link: context to weigh, never a fact to state."""
+    """A proposal (a consolidation candidate, what a causal or inferred edge asserted) or an inferred or
+    causal link: context to weigh, with its review `status`, never a fact to state."""
 
     statement: str
-    kind: Literal["inferred", "causal"]
+    kind: Literal["proposed", "inferred", "causal"]
     about: str
     confidence: float
     trust: float
     method: str
     evidence: list[int]
     authoritative: bool = False
+    status: str = "proposed"
 
 
 class Answerability(msgspec.Struct, frozen=True, kw_only=True):

@@ -6,12 +6,13 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from eventloom.event import citation
+from eventloom.schemas.catalogue import DERIVED_EVENT_TYPES
 from readmodels.documents import MemoryDoc
 from readmodels.graph.lookup import Span
 from readmodels.graph.records import EntityVersion
 from readmodels.retrieval.fusion import FusedHit, Profile
 from readmodels.retrieval.lanes import Candidate
-from readmodels.retrieval.model import Citation, Explanation, Hit, InferredLink
+from readmodels.retrieval.model import Citation, Explanation, Hit, InferredLink, Proposal
 from readmodels.retrieval.resolve import Resolved
 
 MAX_SUMMARY_CHARS: Final = 2000
@@ -94,6 +95,7 @@ class HitBuilder:
         if doc.kind == "entity":
             notes.append("entity window not checked: the graph did not answer")
         return Hit(
+            proposal=proposal_of(doc.event_type, {}),
             key=key,
             kind="source" if key.startswith("source:") else ("entity" if doc.kind == "entity" else "event"),
             session=doc.session,
@@ -137,7 +139,23 @@ class HitBuilder:
             version=version.version,
             superseded_versions=superseded,
             inferred=link,
+            proposal=proposal_of(version.source_event_type, version.properties),
         )
+
+
+def proposal_of(event_type: str, properties: Mapping[str, object]) -> Proposal | None:
+    """What a derived event asserted is a proposal: its status (default `proposed`), confidence, method."""
+    if event_type not in DERIVED_EVENT_TYPES:
+        return None
+    status = properties.get("status", properties.get("review_status", "proposed"))
+    confidence = properties.get("confidence")
+    method = properties.get("method")
+    return Proposal(
+        status=str(status),
+        source_event_type=event_type,
+        confidence=float(confidence) if isinstance(confidence, int | float) else None,
+        method=str(method) if method is not None else None,
+    )
 
 
 def _unique(citations: list[Citation]) -> list[Citation]:

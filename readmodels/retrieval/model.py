@@ -99,6 +99,16 @@ class InferredLink(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
     citation: str
 
 
+class Proposal(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Set on a hit that a derived event asserted (a consolidation candidate, an end of a causal edge):
+    a proposal, with its review status, never a fact."""
+
+    status: str
+    source_event_type: str
+    confidence: float | None = None
+    method: str | None = None
+
+
 class Hit(msgspec.Struct, frozen=True, kw_only=True):
     key: str
     kind: HitKind
@@ -118,6 +128,8 @@ class Hit(msgspec.Struct, frozen=True, kw_only=True):
     """Older versions of this entity that the answer leaves out (they no longer held at the asked time)."""
     inferred: InferredLink | None = None
     """Set when the hit was reached only through an inferred or causal edge."""
+    proposal: Proposal | None = None
+    """Set when what the hit says comes from a derived event (`DERIVED_EVENT_TYPES` in the catalogue)."""
 
 
 class Invalidation(msgspec.Struct, frozen=True, kw_only=True):
