@@ -15,7 +15,6 @@ from readmodels.checkout.assemble import assemble_context
 from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
 from readmodels.embedded.graph_store import LadybugGraphStore
 from readmodels.query.local import LocalMemory
-from readmodels.retrieval.retriever import Retriever
 from tests.retrieval_support import story_models
 from tests.test_graph_support import SessionLog, fact
 
@@ -56,7 +55,7 @@ async def checkout(tmp_path: Path, events: list[Event], text: str) -> MemoryChec
         LadybugGraphStore(tmp_path / "graph.lbug") as graph,
         story_models(graph, tmp_path, events) as models,
     ):
-        memory = LocalMemory(Retriever(models.models()))
+        memory = LocalMemory(models.models, lambda: models.inferred)
         return await assemble_context(memory, CheckoutRequest(text=text, token_budget=3000))
 
 
