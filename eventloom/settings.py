@@ -54,6 +54,11 @@ class Settings:
     gateway_rate: float = 50.0  # HTTP gateway: calls per second per token, bursts of twice that
     nats_user: str | None = None  # a role's NATS user (default: the data dir's admin, for the operator)
     nats_password: str = field(default="", repr=False)
+    # The optional LLM that may write consolidation summaries (never citations); off unless both are set.
+    llm_base_url: str | None = None  # an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1
+    llm_model: str | None = None
+    llm_api_key_env: str | None = None  # the name of the variable holding the API key, never the key
+    llm_timeout_s: float = 20.0
 
     def __post_init__(self) -> None:
         if not 1 <= self.partitions <= 1024:
@@ -98,6 +103,10 @@ class Settings:
             gateway_rate=float(os.environ.get("EVENTLOOM_GATEWAY_RATE") or 50.0),
             nats_user=os.environ.get("EVENTLOOM_NATS_USER") or None,
             nats_password=os.environ.get("EVENTLOOM_NATS_PASSWORD", ""),
+            llm_base_url=os.environ.get("EVENTLOOM_LLM_BASE_URL") or None,
+            llm_model=os.environ.get("EVENTLOOM_LLM_MODEL") or None,
+            llm_api_key_env=os.environ.get("EVENTLOOM_LLM_API_KEY_ENV") or None,
+            llm_timeout_s=float(os.environ.get("EVENTLOOM_LLM_TIMEOUT_S") or 20.0),
         )
 
     def to_env(self) -> dict[str, str]:
@@ -124,6 +133,15 @@ class Settings:
             env["EVENTLOOM_NATS_URL"] = self.nats_url
         if self.neo4j_uri:
             env["NEO4J_URI"] = self.neo4j_uri
+        for variable, value in (
+            ("EVENTLOOM_LLM_BASE_URL", self.llm_base_url),
+            ("EVENTLOOM_LLM_MODEL", self.llm_model),
+            ("EVENTLOOM_LLM_API_KEY_ENV", self.llm_api_key_env),
+        ):
+            if value:
+                env[variable] = value
+        if self.llm_base_url:
+            env["EVENTLOOM_LLM_TIMEOUT_S"] = f"{self.llm_timeout_s:g}"
         if self.nats_user:
             env["EVENTLOOM_NATS_USER"] = self.nats_user
             env["EVENTLOOM_NATS_PASSWORD"] = self.nats_password

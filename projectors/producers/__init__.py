@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Final
 
 from projectors.producers.causal import CausalProducer
+from projectors.producers.consolidation import ConsolidationProducer
 from projectors.producers.decision_citation import DecisionCitationProducer
 from projectors.producers.retraction import RetractionProducer
 from projectors.protocol import Producer
@@ -14,6 +15,13 @@ BUILTIN_PRODUCERS: Final[dict[str, Producer]] = {
     for producer in (DecisionCitationProducer(), RetractionProducer(), CausalProducer())
 }
 """Name -> producer. They are stateless, so one instance each serves every run; each class is also its own
-entry-point factory (it accepts the plug-in context)."""
+entry-point factory (it accepts the plug-in context). `ConsolidationProducer` is not among them: it is a
+`ProcessProducer` (it reads the log and keeps state), registered only through its entry point."""
 
-__all__ = ["BUILTIN_PRODUCERS", "CausalProducer", "DecisionCitationProducer", "RetractionProducer"]
+__all__ = [
+    "BUILTIN_PRODUCERS",
+    "CausalProducer",
+    "ConsolidationProducer",
+    "DecisionCitationProducer",
+    "RetractionProducer",
+]
