@@ -120,11 +120,21 @@ EXPECTED: dict[str, set[str]] = {
         "invalidate ledger mirror -consumes_from-> NATS JetStream at 2025-06-12T14:05:00.000000Z"
     },
     "consolidation.candidate.created": {
-        "entity consolidation_candidate:cand-3",
-        "relation consolidation_candidate:cand-3 -concerns-> ?:ledger mirror",
-        "relation consolidation_candidate:cand-3 -concerns-> ?:LedgerMirror",
+        "entity consolidation_candidate:cand-claim-5f0c",
+        "relation consolidation_candidate:cand-claim-5f0c -concerns-> service:auth-service",
     },
-    "consolidation.candidate.reviewed": {"entity consolidation_candidate:cand-3"},
+    "consolidation.candidate.reviewed": {"entity consolidation_candidate:cand-claim-5f0c"},
+    "consolidation.candidate.promoted": {
+        "entity consolidation_candidate:cand-claim-5f0c",
+        "entity claim:cand-claim-5f0c",
+        "relation service:auth-service -consolidated_into-> claim:cand-claim-5f0c",
+    },
+    "consolidation.promotion.retracted": {
+        "entity consolidation_candidate:cand-claim-5f0c",
+        "invalidate episode:cand-claim-5f0c at " + ts(1),
+        "invalidate claim:cand-claim-5f0c at " + ts(1),
+        "invalidate procedure:cand-claim-5f0c at " + ts(1),
+    },
     "inference.edge.generated": {"inferred ?:ledger mirror -affected_by-> ?:issue-4"},
     "inference.edge.contradicted": set(),
     "inference.edge.retracted": {"retract ledger mirror -affected_by-> issue-4"},
@@ -146,7 +156,7 @@ def one_event(event_type: str, payload: dict[str, Any]) -> Event:
 
 def test_every_catalogue_type_has_an_extractor_and_an_expectation() -> None:
     assert set(BUILTIN_EXTRACTORS) == set(BUILTIN_EVENT_TYPES) == set(EXPECTED)
-    assert len(BUILTIN_EXTRACTORS) == 28
+    assert len(BUILTIN_EXTRACTORS) == 30
 
 
 @pytest.mark.parametrize("event_type", sorted(EXPECTED))

@@ -1,16 +1,12 @@
-"""Extraction of authoritative memory: asserted facts, invalidations and consolidation candidates."""
+"""Extraction of authoritative memory: asserted facts, invalidations, and consolidation (its own module)."""
 
 from __future__ import annotations
 
 from typing import Final
 
-from eventloom.schemas.catalogue import (
-    ConsolidationCandidateCreated,
-    ConsolidationCandidateReviewed,
-    MemoryFactAsserted,
-    MemoryInvalidated,
-)
-from projectors.graph.extraction import Extraction, Extractor, compact, typed
+from eventloom.schemas.catalogue import MemoryFactAsserted, MemoryInvalidated
+from projectors.graph.extraction import Extraction, Extractor, typed
+from projectors.graph.extractors.consolidation import EXTRACTORS as CONSOLIDATION
 from readmodels.graph.model import EntityRef, canonical_ts
 
 
@@ -44,28 +40,8 @@ def invalidated(x: Extraction, p: MemoryInvalidated) -> None:
         x.summary += f": {p.reason}"
 
 
-def candidate_created(x: Extraction, p: ConsolidationCandidateCreated) -> None:
-    properties = {
-        "status": "pending",
-        "method": p.method,
-        "confidence": p.confidence,
-        "facts": p.facts or None,
-    }
-    me = x.entity(p.candidate_id, "consolidation_candidate", p.proposal, compact(properties))
-    for name in p.entities:
-        x.relation(me, EntityRef(name), "concerns")
-    x.summary = f"consolidation candidate {p.candidate_id}: {p.proposal}"
-
-
-def candidate_reviewed(x: Extraction, p: ConsolidationCandidateReviewed) -> None:
-    properties = {"status": p.decision, "reviewer": p.reviewer, "review_note": p.note}
-    x.entity(p.candidate_id, "consolidation_candidate", None, properties)
-    x.summary = f"consolidation candidate {p.candidate_id} {p.decision} by {p.reviewer}"
-
-
 EXTRACTORS: Final[dict[str, Extractor]] = {
     "memory.fact.asserted": typed(MemoryFactAsserted, fact_asserted, thread=lambda p: p.source_thread),
     "memory.invalidated": typed(MemoryInvalidated, invalidated),
-    "consolidation.candidate.created": typed(ConsolidationCandidateCreated, candidate_created),
-    "consolidation.candidate.reviewed": typed(ConsolidationCandidateReviewed, candidate_reviewed),
+    **CONSOLIDATION,
 }
