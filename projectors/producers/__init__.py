@@ -7,6 +7,7 @@ from typing import Final
 from projectors.producers.causal import CausalProducer
 from projectors.producers.consolidation import ConsolidationProducer
 from projectors.producers.decision_citation import DecisionCitationProducer
+from projectors.producers.entity_resolution import EntityResolutionProducer
 from projectors.producers.retraction import RetractionProducer
 from projectors.protocol import Producer
 
@@ -15,13 +16,15 @@ BUILTIN_PRODUCERS: Final[dict[str, Producer]] = {
     for producer in (DecisionCitationProducer(), RetractionProducer(), CausalProducer())
 }
 """Name -> producer. They are stateless, so one instance each serves every run; each class is also its own
-entry-point factory (it accepts the plug-in context). `ConsolidationProducer` is not among them: it is a
-`ProcessProducer` (it reads the log and keeps state), registered only through its entry point."""
+entry-point factory (it accepts the plug-in context). `ConsolidationProducer` and `EntityResolutionProducer`
+are not among them: they are `ProcessProducer`s (they read the log and keep state), registered only through
+their entry points."""
 
 __all__ = [
     "BUILTIN_PRODUCERS",
     "CausalProducer",
     "ConsolidationProducer",
     "DecisionCitationProducer",
+    "EntityResolutionProducer",
     "RetractionProducer",
 ]
