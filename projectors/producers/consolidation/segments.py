@@ -30,7 +30,9 @@ class SegmentRules:
     """An event whose words overlap the segment's vocabulary less than this (as a share of its own words)
     opens a new segment ..."""
     min_topic_events: int = 4
-    """... but only once the segment has this many events: a few events do not make a topic yet."""
+    """... but only once the segment has this many events: a few events do not make a topic yet ..."""
+    min_topic_words: int = 3
+    """... and only for an event with this many words: `make build` says too little to change the topic."""
     max_events: int = 200
     """A longer segment is cut anyway, so that one episode cites a bounded number of events."""
 
@@ -86,7 +88,12 @@ def _opening(
     if len(current.events) >= rules.max_events:
         return "size"
     enough_for_a_topic = len(current.events) >= rules.min_topic_events
-    if enough_for_a_topic and words and len(words & current.vocabulary) / len(words) < rules.topic_overlap:
+    says_enough = len(words) >= rules.min_topic_words
+    if (
+        enough_for_a_topic
+        and says_enough
+        and len(words & current.vocabulary) / len(words) < rules.topic_overlap
+    ):
         return "topic"
     return None
 
