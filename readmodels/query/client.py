@@ -12,6 +12,12 @@ from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
 from readmodels.inferred.model import InferredStatus
 from readmodels.query.protocol import MemoryUnavailableError
 from readmodels.query.service import SUBJECT_PREFIX, InferredRequest, Reply, ServiceHealth
+from readmodels.retrieval.candidates import (
+    CandidateList,
+    CandidateListRequest,
+    CandidateLookup,
+    CandidateRequest,
+)
 from readmodels.retrieval.causal_chains import CausalChain, CausalRequest
 from readmodels.retrieval.model import Query, QueryError, QueryResult
 
@@ -39,6 +45,12 @@ class MemoryClient:
 
     async def causal(self, request: CausalRequest) -> CausalChain:
         return await self._ask("causal", request, CausalChain)
+
+    async def candidates(self, request: CandidateListRequest) -> CandidateList:
+        return await self._ask("candidates", request, CandidateList)
+
+    async def candidate(self, request: CandidateRequest) -> CandidateLookup:
+        return await self._ask("candidate", request, CandidateLookup)
 
     async def health(self) -> ServiceHealth:
         """How a query service and the roles beside it fare (raises MemoryUnavailableError when none

@@ -9,6 +9,14 @@ from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
 from readmodels.inferred.model import InferredStatus
 from readmodels.inferred.protocol import InferredStatusReader
 from readmodels.query.protocol import MemoryUnavailableError
+from readmodels.retrieval.candidates import (
+    CandidateList,
+    CandidateListRequest,
+    CandidateLookup,
+    CandidateRequest,
+    candidate_list,
+    candidate_show,
+)
 from readmodels.retrieval.causal_chains import CausalChain, CausalRequest, causal_chain
 from readmodels.retrieval.model import Query, QueryResult
 from readmodels.retrieval.retriever import ReadModels, Retriever
@@ -41,3 +49,15 @@ class LocalMemory:
         if graph is None:
             raise MemoryUnavailableError("the graph read model is not running here")
         return await graph.read(causal_chain(request))
+
+    async def candidates(self, request: CandidateListRequest) -> CandidateList:
+        graph = self._models().graph
+        if graph is None:
+            raise MemoryUnavailableError("the graph read model is not running here")
+        return await graph.read(candidate_list(request))
+
+    async def candidate(self, request: CandidateRequest) -> CandidateLookup:
+        graph = self._models().graph
+        if graph is None:
+            raise MemoryUnavailableError("the graph read model is not running here")
+        return await graph.read(candidate_show(request))

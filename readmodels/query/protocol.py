@@ -6,6 +6,12 @@ from typing import Protocol
 
 from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
 from readmodels.inferred.model import InferredStatus
+from readmodels.retrieval.candidates import (
+    CandidateList,
+    CandidateListRequest,
+    CandidateLookup,
+    CandidateRequest,
+)
 from readmodels.retrieval.causal_chains import CausalChain, CausalRequest
 from readmodels.retrieval.model import Query, QueryResult
 
@@ -23,4 +29,12 @@ class MemoryService(Protocol):
 
     async def causal(self, request: CausalRequest) -> CausalChain:
         """The causal successors or predecessors of an entity (`readmodels.retrieval.causal_chains`)."""
+        ...
+
+    async def candidates(self, request: CandidateListRequest) -> CandidateList:
+        """Consolidation candidates by status, type and session (`readmodels.retrieval.candidates`)."""
+        ...
+
+    async def candidate(self, request: CandidateRequest) -> CandidateLookup:
+        """One consolidation candidate (or proposed `same_as` edge) in full, with its review history."""
         ...

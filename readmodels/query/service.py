@@ -1,7 +1,8 @@
 """Memory queries over NATS request/reply, in the queue group `memory`, so gateways stay stateless.
 
 Subjects (`eventloom.q.memory.*`): `query` (a `Query`), `checkout` (a `CheckoutRequest`), `inferred`
-(`{"session": ...}`), `causal` (a `CausalRequest`) and `health` (`{}`, answered with a `ServiceHealth`:
+(`{"session": ...}`), `causal` (a `CausalRequest`), `candidates` (a `CandidateListRequest`), `candidate` (a
+`CandidateRequest`) and `health` (`{}`, answered with a `ServiceHealth`:
 `ok` is false while a role of the service's process is failing, and `failing` names each). Replies
 are `{"result": ...}` or `{"error": {"code", "message"}}`; codes are `invalid_input` (the message names the
 field), `unavailable` and `internal`. Plain JSON on the wire.
@@ -23,6 +24,7 @@ from nats.aio.msg import Msg
 from eventloom.runtime import RoleState
 from readmodels.checkout.model import CheckoutRequest
 from readmodels.query.protocol import MemoryService, MemoryUnavailableError
+from readmodels.retrieval.candidates import CandidateListRequest, CandidateRequest
 from readmodels.retrieval.causal_chains import CausalRequest
 from readmodels.retrieval.model import Query, QueryError
 
@@ -69,11 +71,25 @@ def _handlers(
     async def causal(data: bytes) -> Any:
         return await memory.causal(msgspec.json.decode(data, type=CausalRequest))
 
+    async def candidates(data: bytes) -> Any:
+        return await memory.candidates(msgspec.json.decode(data, type=CandidateListRequest))
+
+    async def candidate(data: bytes) -> Any:
+        return await memory.candidate(msgspec.json.decode(data, type=CandidateRequest))
+
     async def health(data: bytes) -> Any:
         troubles = dict(failing()) if failing is not None else {}
         return ServiceHealth(ok=not troubles, failing=troubles)
 
-    return {"query": query, "checkout": checkout, "inferred": inferred, "causal": causal, "health": health}
+    return {
+        "query": query,
+        "checkout": checkout,
+        "inferred": inferred,
+        "causal": causal,
+        "candidates": candidates,
+        "candidate": candidate,
+        "health": health,
+    }
 
 
 async def answer(handler: Callable[[bytes], Awaitable[Any]], data: bytes) -> Reply:

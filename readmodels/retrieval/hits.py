@@ -15,6 +15,7 @@ from readmodels.retrieval.lanes import Candidate
 from readmodels.retrieval.model import Citation, Explanation, Hit, InferredLink, Proposal
 from readmodels.retrieval.resolve import Resolved
 
+CANDIDATE_ENTITY_TYPE: Final = "consolidation_candidate"
 MAX_SUMMARY_CHARS: Final = 2000
 MAX_MATCHED_CITATIONS: Final = 4
 """An entity found through its documents cites the best few of them, not every assertion ever made."""
@@ -135,17 +136,38 @@ class HitBuilder:
             valid_to=version.valid_to,
             score=round(fused.score, 6),
             explanation=explanation,
-            citations=_unique(own + [doc_citation(d) for d in docs[:MAX_MATCHED_CITATIONS]]),
+            citations=_unique(
+                own
+                + source_event_citations(version.properties)
+                + [doc_citation(d) for d in docs[:MAX_MATCHED_CITATIONS]]
+            ),
             version=version.version,
             superseded_versions=superseded,
             inferred=link,
-            proposal=proposal_of(version.source_event_type, version.properties),
+            proposal=proposal_of(version.source_event_type, version.properties, version.entity_type),
         )
 
 
-def proposal_of(event_type: str, properties: Mapping[str, object]) -> Proposal | None:
-    """What a derived event asserted is a proposal: its status (default `proposed`), confidence, method."""
-    if event_type not in DERIVED_EVENT_TYPES:
+def source_event_citations(properties: Mapping[str, object]) -> list[Citation]:
+    """The events an entity rests on, when its properties name them (`source_events`: a consolidation
+    candidate, and the memory promoted from one, cite the candidate's sources this way)."""
+    items = properties.get("source_events")
+    if not isinstance(items, list):
+        return []
+    return [
+        event_citation(str(item["session"]), int(item["seq"]), str(item["hash"]))
+        for item in items
+        if isinstance(item, dict) and {"session", "seq", "hash"} <= item.keys()
+    ]
+
+
+def proposal_of(
+    event_type: str, properties: Mapping[str, object], entity_type: str | None = None
+) -> Proposal | None:
+    """What a derived event asserted is a proposal: its status (default `proposed`), confidence, method.
+    A consolidation candidate stays one whatever event touched it last (promoted, its promotion retracted):
+    what answers as memory once it is promoted is the memory entity promoted from it."""
+    if event_type not in DERIVED_EVENT_TYPES and entity_type != CANDIDATE_ENTITY_TYPE:
         return None
     status = properties.get("status", properties.get("review_status", "proposed"))
     confidence = properties.get("confidence")
