@@ -1,8 +1,9 @@
 """Extraction of non-authoritative knowledge: inferred and causal edges, retractions, explained outcomes.
 
 Inferred and causal edges keep their whole audit trail on the edge: confidence, method, evidence (event
-hashes and seqs, citations, quotes), the event they were derived from, and for causal edges the review and
-authority status. A contradiction is recorded on the spine only; it is the retraction a producer derives
+hashes and seqs, citations, quotes), the event they were derived from, the review status (a reviewer's
+re-assertion of an inferred edge as `accepted` versions the edge: the proposed one closes, the accepted one
+opens), and for causal edges the authority status. A contradiction is recorded on the spine only; it is the retraction a producer derives
 from it that closes the edge.
 """
 
@@ -16,12 +17,15 @@ from eventloom.schemas.catalogue import (
     InferenceEdgeGenerated,
     InferenceEdgeRetracted,
     OutcomeExplained,
+    SubjectRef,
 )
 from projectors.graph.extraction import Extraction, Extractor, compact, typed
 from readmodels.graph.model import EntityRef
 
 CAUSE: Final = "cause"
 OUTCOME: Final = "outcome"
+CONCERNS: Final = "concerns"
+"""From an explained outcome or a decision to each entity it is `about`."""
 
 
 def _edge_name(edge_id: str | None, source: str | None, relation_type: str | None, target: str | None) -> str:
@@ -38,6 +42,7 @@ def edge_generated(x: Extraction, p: InferenceEdgeGenerated) -> None:
         confidence=p.confidence,
         inference_method=p.method,
         edge_id=p.edge_id,
+        review_status=p.review_status,
         derived_from_event_seq=p.source_event_seq,
         derived_from_event_hash=p.source_event_hash,
     )
@@ -55,6 +60,12 @@ def edge_retracted(x: Extraction, p: InferenceEdgeRetracted) -> None:
     x.summary = f"retracted {_edge_name(p.edge_id, p.source, p.relation_type, p.target)}: {p.reason}"
 
 
+def _end(subject: SubjectRef | None, text: str, fallback_type: str) -> EntityRef:
+    """A causal edge's end: the entity it is about when the payload names one (`cause_entity`,
+    `effect_entity`, set by the `causal` producer from the cited event), else an entity named by the text."""
+    return EntityRef(text, fallback_type) if subject is None else EntityRef(subject.name, subject.entity_type)
+
+
 def causal_edge_generated(x: Extraction, p: CausalEdgeGenerated) -> None:
     relation_type = f"causal_{p.taxonomy}"
     properties = compact(
@@ -64,8 +75,8 @@ def causal_edge_generated(x: Extraction, p: CausalEdgeGenerated) -> None:
         }
     )
     x.relation(
-        EntityRef(p.cause, CAUSE),
-        EntityRef(p.effect, OUTCOME),
+        _end(p.cause_entity, p.cause, CAUSE),
+        _end(p.effect_entity, p.effect, OUTCOME),
         relation_type,
         properties=properties,
         evidence=p.evidence,
@@ -91,6 +102,8 @@ def outcome_explained(x: Extraction, p: OutcomeExplained) -> None:
     me = x.entity(p.outcome, OUTCOME, p.explanation, compact(properties))
     if p.cause:
         x.relation(me, EntityRef(p.cause, CAUSE), "explained_by", properties={"taxonomy": p.taxonomy})
+    for subject in p.about:
+        x.relation(me, EntityRef(subject.name, subject.entity_type), CONCERNS)
     x.summary = f"outcome explained ({p.taxonomy}): {p.outcome}"
 
 
