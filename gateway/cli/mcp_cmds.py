@@ -156,6 +156,14 @@ def tokens_add(
             "mcp:NAME and agent:NAME, an admin token any",
         ),
     ] = None,
+    may_review: Annotated[
+        bool,
+        typer.Option(
+            "--may-review",
+            help="May review derived memory: consolidation verdicts, promotions, retractions, accepted "
+            "same_as edges (an admin token always may)",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     if role not in ("agent", "admin"):
@@ -163,7 +171,7 @@ def tokens_add(
     path = settings_of(ctx).tokens_file
     actors = actor or default_actors(name, cast(Role, role))
     try:
-        token = add_token(path, name, cast(Role, role), session, actors)
+        token = add_token(path, name, cast(Role, role), session, actors, may_review=may_review)
     except EventloomError as exc:
         fail(str(exc), EXIT_INVALID)
     if as_json:
@@ -173,14 +181,16 @@ def tokens_add(
                 "role": role,
                 "sessions": session,
                 "actors": actors,
+                "may_review": may_review or role == "admin",
                 "token": token,
                 "file": str(path),
             }
         )
         return
+    review = ", may review" if may_review or role == "admin" else ""
     console.print(
-        f"token {name!r} ({role}, sessions {', '.join(session)}, actors {', '.join(actors)}) stored in "
-        f"{path}; shown once:"
+        f"token {name!r} ({role}{review}, sessions {', '.join(session)}, actors {', '.join(actors)}) "
+        f"stored in {path}; shown once:"
     )
     print(token)
 
@@ -198,6 +208,7 @@ def tokens_list(
                     "role": e.role,
                     "sessions": e.sessions,
                     "actors": e.actor_patterns,
+                    "may_review": e.may_review or e.role == "admin",
                     "created_at": e.created_at,
                 }
                 for e in entries
@@ -206,7 +217,8 @@ def tokens_list(
         return
     for entry in entries:
         actors = ",".join(entry.actor_patterns)
-        print(f"{entry.name}  {entry.role}  {','.join(entry.sessions)}  {actors}  {entry.created_at}")
+        role = f"{entry.role}+review" if entry.may_review and entry.role != "admin" else entry.role
+        print(f"{entry.name}  {role}  {','.join(entry.sessions)}  {actors}  {entry.created_at}")
 
 
 @tokens_app.command("revoke", help="Delete a token; gateways stop accepting it within a second.")

@@ -21,10 +21,12 @@ from mcp.types import CallToolResult, TextContent
 
 from eventloom.event import SESSION_PATTERN
 from gateway import __version__
+from gateway.consolidation import needs_review_rights
 from gateway.mcp.backend import Backend
 from gateway.mcp.caller import Caller, calling_as, finished_calling
 from gateway.mcp.failures import ToolFailure, failure_of
-from gateway.mcp.tokens import LOCAL_OPERATOR, TokenBook, bearer_token
+from gateway.mcp.tokens import LOCAL_OPERATOR, Principal, TokenBook, bearer_token
+from gateway.mcp.tools_consolidation import REVIEW_TOOLS, register_consolidation_tools
 from gateway.mcp.tools_context import register_context_tools
 from gateway.mcp.tools_log import ADMIN_TOOLS, register_log_tools
 from gateway.mcp.tools_memory import register_memory_tools
@@ -82,6 +84,7 @@ class EventloomMCP(MCPServer):
         register_memory_tools(self, backend)
         register_context_tools(self, backend)
         register_log_tools(self, backend)
+        register_consolidation_tools(self, backend)
         self.tool_names = frozenset(tool.name for tool in self._tool_manager.list_tools())
 
     async def call_tool(
@@ -110,6 +113,7 @@ class EventloomMCP(MCPServer):
             raise ToolFailure("unknown_tool", f"name: no tool named {name!r}")
         if name in ADMIN_TOOLS and principal.role != "admin":
             raise ToolFailure("forbidden", f"{name}: needs an admin token; {principal.name!r} is an agent")
+        _authorize_review(principal, name, arguments)
         session = arguments.get("session")
         if session is not None and not isinstance(session, str):
             raise ToolFailure("invalid_input", "session: expected a string")
@@ -162,6 +166,25 @@ class EventloomMCP(MCPServer):
             )
         except Exception:  # the caller still gets the answer; the gap shows in the server log
             log.exception("could not append the audit event for %s", payload["tool"])
+
+
+def _authorize_review(principal: Principal, name: str, arguments: Mapping[str, Any]) -> None:
+    """Reviewing derived memory (a verdict, a promotion, its retraction, an accepted edge) needs review
+    rights, whether through the review tool or by appending the reviewer's event directly."""
+    if principal.reviewer:
+        return
+    if name in REVIEW_TOOLS:
+        raise ToolFailure(
+            "forbidden",
+            f"{name}: needs review rights; token {principal.name!r} has none (ask for --may-review)",
+        )
+    event_type = arguments.get("type")
+    payload = arguments.get("payload")
+    if name == "memory_append" and isinstance(event_type, str) and needs_review_rights(event_type, payload):
+        raise ToolFailure(
+            "forbidden",
+            f"type: appending {event_type} needs review rights; token {principal.name!r} has none",
+        )
 
 
 def _headers(context: Context[Any, Any] | None) -> Mapping[str, str] | None:

@@ -37,13 +37,19 @@ class TokenFileError(EventloomError):
 
 
 class Principal(msgspec.Struct, frozen=True):
-    """Who is calling: a token's name, its role, the session patterns it may touch and the actor patterns
-    it may append as."""
+    """Who is calling: a token's name, its role, the session patterns it may touch, the actor patterns
+    it may append as, and whether it may review derived memory (`may_review`; an admin always may)."""
 
     name: str
     role: Role
     sessions: tuple[str, ...]
     actors: tuple[str, ...] = ("*",)
+    may_review: bool = False
+
+    @property
+    def reviewer(self) -> bool:
+        """May review consolidation candidates and `same_as` edges (verdicts, promotion, retraction)."""
+        return self.role == "admin" or self.may_review
 
     def may_act_as(self, actor: str) -> bool:
         return any(fnmatch.fnmatchcase(actor, pattern) for pattern in self.actors)
@@ -75,6 +81,7 @@ class TokenEntry(msgspec.Struct, frozen=True, kw_only=True):
     sessions: list[str]
     created_at: str
     actors: list[str] | None = None  # None (files written before actors existed): `default_actors`
+    may_review: bool = False  # review rights (consolidation verdicts, promotions, retractions)
 
     @property
     def actor_patterns(self) -> list[str]:
@@ -127,7 +134,15 @@ def _write_tokens(path: Path, tokens: TokenFile) -> None:
     atomic_write(path, msgspec.json.format(msgspec.json.encode(tokens), indent=2) + b"\n", mode=0o600)
 
 
-def add_token(path: Path, name: str, role: Role, sessions: list[str], actors: list[str] | None = None) -> str:
+def add_token(
+    path: Path,
+    name: str,
+    role: Role,
+    sessions: list[str],
+    actors: list[str] | None = None,
+    *,
+    may_review: bool = False,
+) -> str:
     """Store a new token's digest and return the token itself: the only time it is ever shown."""
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     entry = TokenEntry(
@@ -137,6 +152,7 @@ def add_token(path: Path, name: str, role: Role, sessions: list[str], actors: li
         sessions=sessions,
         created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         actors=actors or default_actors(name, role),
+        may_review=may_review,
     )
     entry.check("token")
     tokens = read_tokens(path)
@@ -175,7 +191,13 @@ class TokenBook:
                 found = entry
         if found is None:
             return None
-        return Principal(found.name, found.role, tuple(found.sessions), tuple(found.actor_patterns))
+        return Principal(
+            found.name,
+            found.role,
+            tuple(found.sessions),
+            tuple(found.actor_patterns),
+            may_review=found.may_review,
+        )
 
     def count(self) -> int:
         self._refresh()
