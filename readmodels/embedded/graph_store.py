@@ -20,7 +20,7 @@ from eventloom.stages import StageTimes
 from readmodels.embedded.graph_schema import apply_migrations, typed_rel_ddl
 from readmodels.embedded.graph_writes import write_plan
 from readmodels.embedded.ladybug_io import rollback, run_rows
-from readmodels.graph import reads
+from readmodels.graph import equivalence, reads
 from readmodels.graph.cypher.guard import single_read_statement
 from readmodels.graph.cypher.io import Reading, run_sync
 from readmodels.graph.cypher.read_plan import refuse_ladybug_plan
@@ -376,7 +376,7 @@ class LadybugGraphStore:
         include_inferred: bool = True,
     ) -> list[Neighbour]:
         return await self._reading_cypher(
-            reads.neighbours(session, name, entity_type, depth, as_of, include_inferred)
+            equivalence.neighbours(session, name, entity_type, depth, as_of, include_inferred)
         )
 
     async def sources(self, session: str, *, path: str | None = None) -> list[SourceCitationRecord]:

@@ -18,7 +18,7 @@ import neo4j
 from neo4j import AsyncDriver, AsyncManagedTransaction
 from neo4j.exceptions import ClientError
 
-from readmodels.graph import reads
+from readmodels.graph import equivalence, reads
 from readmodels.graph.cypher.guard import single_read_statement
 from readmodels.graph.cypher.io import Reading, Row, run_async
 from readmodels.graph.cypher.read_plan import refuse_neo4j_plan
@@ -246,7 +246,9 @@ class Neo4jGraphStore:
         as_of: str | None = None,
         include_inferred: bool = True,
     ) -> list[Neighbour]:
-        return await self._read(reads.neighbours(session, name, entity_type, depth, as_of, include_inferred))
+        return await self._read(
+            equivalence.neighbours(session, name, entity_type, depth, as_of, include_inferred)
+        )
 
     async def sources(self, session: str, *, path: str | None = None) -> list[SourceCitationRecord]:
         return await self._read(reads.sources(session, path))

@@ -40,6 +40,7 @@ from readmodels.retrieval.lanes import (
     LaneOutcome,
 )
 from readmodels.retrieval.model import (
+    Hit,
     InferredLink,
     Invalidation,
     LaneReport,
@@ -57,6 +58,7 @@ from readmodels.retrieval.protocol import (
     VectorSearch,
 )
 from readmodels.retrieval.resolve import Resolved, resolve_entities
+from readmodels.retrieval.same_as import classes_of, merge_same_as
 from readmodels.retrieval.traversal import MAX_SEEDS, TraversalLane
 from readmodels.retrieval.work import TASK_TYPE, work_intent, work_state
 
@@ -174,6 +176,7 @@ class Retriever:
         spans = await self._spans(gathered.models, fused, gathered.resolved, warnings)
         builder = HitBuilder(gathered.order.chosen, gathered.lanes, gathered.resolved, gathered.links, spans)
         hits = [hit for hit in map(builder.build, fused) if hit is not None]
+        hits = await self._same_as(gathered, hits, warnings)
         reached = [v for v in map(_version_of(gathered), (hit.key for hit in hits)) if v is not None]
         return QueryResult(
             query=gathered.query,
@@ -306,6 +309,18 @@ class Retriever:
         as_of = _canonical_as_of(query.as_of)
         work = work_state(graph, reached, session=query.session, as_of=as_of, asks_about_work=asks)
         return await self._guarded(work, "work state not read", warnings, [])
+
+    async def _same_as(self, gathered: Gathered, hits: list[Hit], warnings: list[str]) -> list[Hit]:
+        """Each accepted `same_as` class answers once, with all its facts (`readmodels.retrieval.same_as`)."""
+        version_of = _version_of(gathered)
+        versions = {hit.key: v for hit in hits if (v := version_of(hit.key)) is not None}
+        graph = gathered.models.graph
+        if graph is None or not versions:
+            return hits
+        as_of = _canonical_as_of(gathered.query.as_of)
+        work = classes_of(graph, list(versions.values()), as_of)
+        classes = await self._guarded(work, "same_as links not followed", warnings, {})
+        return merge_same_as(hits, {key: v.uid for key, v in versions.items()}, classes)
 
     async def _traverse(
         self, models: ReadModels, seeds: list[str], query: Query, as_of: str | None

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Final, Literal
 
 from eventloom.event import citation
+from readmodels.graph.equivalence import same_as_classes
 from readmodels.graph.lookup import neighbours_of
 from readmodels.graph.records import RelationEdge
 from readmodels.inferred.model import edge_key, trust_score
@@ -69,9 +70,10 @@ class TraversalLane:
         """Neighbours of the seed versions (uids), and the inferred link of those reached only by one."""
         if not seeds or depth <= 0:
             return [], {}
-        reached = await self.graph.read(
-            neighbours_of(seeds[:MAX_SEEDS], depth, as_of, include_inferred, FANOUT)
-        )
+        start = list(seeds[:MAX_SEEDS])
+        classes = await self.graph.read(same_as_classes(start, as_of))  # one entity: every member's edges
+        start += [member.uid for found in classes.values() for member in found.members]
+        reached = await self.graph.read(neighbours_of(start, depth, as_of, include_inferred, FANOUT))
         trusted = await self._trust([n.via for n in reached if n.via.inferred])
         candidates: list[Candidate] = []
         links: dict[str, InferredLink] = {}
