@@ -10,6 +10,7 @@ import typer
 from typer.core import TyperOption
 
 from gateway.cli import (
+    consolidation_cmds,
     consumer_cmd,
     demo,
     dev_cmds,
@@ -75,6 +76,7 @@ graph_cmds.register(app)
 rebuild_cmd.register(app)
 dev_cmds.register(app)
 memory_cmds.register(app)
+consolidation_cmds.register(memory_cmds.memory_app)
 schema_cmds.register(app)
 mcp_cmds.register(app)
 health_cmd.register(app)
