@@ -24,7 +24,7 @@ from eventloom.event import Event, decode_event
 from eventloom.log import EventLog
 from eventloom.tail import event_by_seq, last_event
 from projectors.log_view import KvProducerState, StreamLogView, state_bucket
-from projectors.protocol import DerivedEvent, LogView, ProcessProducer, Producer
+from projectors.protocol import DerivedEvent, ProcessProducer, Producer
 
 FENCE_BUCKET: Final = "EVENTLOOM_FENCES"
 
@@ -50,7 +50,7 @@ class ProducerProjection:
         self.name = name or "+".join(p.name for p in self._producers)
         self._log = log
         self._fences: KeyValue | None = None
-        self._views: dict[str, LogView] = {}
+        self._views: dict[str, StreamLogView] = {}
         self.emitted = 0
         self.skipped_citations = 0
 
@@ -70,7 +70,9 @@ class ProducerProjection:
         for event in events:
             for producer in self._producers:
                 if isinstance(producer, ProcessProducer):
-                    derivations = await producer.process(event, self._views[producer.name])
+                    view = self._views[producer.name]
+                    derivations = await producer.process(event, view)
+                    view.saw(event)
                 else:
                     derivations = producer.derive(event)
                 for index, derived in enumerate(derivations):

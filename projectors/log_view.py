@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from typing import Final
 
 import msgspec
@@ -50,17 +51,33 @@ class KvProducerState:
 
 
 class StreamLogView:
-    """A `LogView` over the event stream for one producer."""
+    """A `LogView` over the event stream for one producer.
 
-    def __init__(self, log: EventLog, state: ProducerState) -> None:
+    The runtime hands it every event the producer is given (`saw`), in stream order, so "the event before
+    this one" (the commonest question) is answered from memory, not with a search of the stream.
+    """
+
+    def __init__(self, log: EventLog, state: ProducerState, *, remembered: int = 4096) -> None:
         self._log = log
         self._state = state
+        self._recent: OrderedDict[tuple[str, int], Event] = OrderedDict()
+        self._remembered = remembered
+
+    def saw(self, event: Event) -> None:
+        """Remember a verified event the producer is about to be given."""
+        self._recent[(event.session, event.seq)] = event
+        self._recent.move_to_end((event.session, event.seq))
+        while len(self._recent) > self._remembered:
+            self._recent.popitem(last=False)
 
     @property
     def state(self) -> ProducerState:
         return self._state
 
     async def event(self, session: str, seq: int) -> Event | None:
+        recent = self._recent.get((session, seq))
+        if recent is not None:
+            return recent
         stored = await event_by_seq(self._log.client, self._log.layout, session, seq)
         return None if stored is None else stored.event
 
