@@ -91,9 +91,9 @@ async def _cited_event(log: EventLog, field: str, session: str, seq: int, event_
     if stored is None:
         raise EventValidationError(field, f"session {session} has no event {seq}")
     if stored.event.hash != event_hash:
+        found = stored.event.hash
         raise EventValidationError(
-            field,
-            f"event {seq} of session {session} has hash {stored.event.hash[:12]}, not {event_hash[:12]}",
+            field, f"event {seq} of session {session} does not match the cited hash (its hash: {found})"
         )
     return stored.event
 

@@ -33,6 +33,8 @@ EVERY_TOOL = {
     "memory_causal_successors",
     "memory_causal_predecessors",
     "memory_graph_query",
+    "memory_consolidation_candidate",
+    "memory_consolidation_review",
 }
 DECISION = "Cache prices in Redis with a 5 minute TTL"
 OUTCOME = "Checkout p95 fell from 480 ms to 140 ms"
