@@ -1,7 +1,8 @@
 """Causal chains over the graph, on LadybugDB and Neo4j: successors and predecessors, time, retraction,
 cycles, the per-hop cap, and the same answer from `LocalMemory`, the query service, `MemoryClient` and
 `eventloom memory causal`. The chain is built from real events: the `causal` producer derives its edges
-from cited `outcome.explained` events, and one edge is appended directly, then retracted."""
+from cited `outcome.explained` events (attached to the entity each cited cause event is about: the decision,
+then the earlier outcome), and one edge is appended directly, then retracted."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dataclasses import replace
 import msgspec
 import pytest
 
+from eventloom.event import Event
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.node import Node
@@ -37,7 +39,8 @@ graph_store = support.graph_store
 fresh_store = support.fresh_store
 
 SESSION = "c1"
-SKIPPED = "skipped migrations"  # A: the cause of it all
+SKIPPED = "skip-migrations"  # A: the cause of it all, a decision
+SKIPPED_LINE = "skipped migrations"  # how the explanation words A
 DRIFT = "schema drift"  # B: caused by A, causes C
 OUTAGE = "login outage"  # C
 PAGER = "pager storm"  # D: caused by C through a directly appended edge, later retracted
@@ -57,16 +60,20 @@ def explained(outcome: str, cause: str, cause_seq: int, cause_hash: str) -> dict
 
 
 def derive(log: SessionLog) -> None:
-    """Append what the real `causal` producer derives from the log's last event (one edge)."""
-    (derived,) = CausalProducer().derive(log.events[-1])
+    """Append what the real `causal` producer derives from the log's last event (one edge), reading the
+    cause event it cites as `CausalProducer.process` does."""
+    source = log.events[-1]
+    (derived,) = CausalProducer().derive(source, log.events[int(source.payload["cause_event_seq"]) - 1])
     log.add(derived.type, derived.payload)
 
 
 def causal_story() -> SessionLog:
     """A caused B, B caused C (both through the producer), C caused D (appended directly, then retracted)."""
     log = SessionLog(SESSION)
-    decision = log.add("decision.made", {"decision_id": "d1", "title": "Deploy without running migrations"})
-    drift = log.add("outcome.explained", explained(DRIFT, SKIPPED, decision.seq, decision.hash))
+    decision = log.add(
+        "decision.made", {"decision_id": SKIPPED, "title": "Deploy without running migrations"}
+    )
+    drift = log.add("outcome.explained", explained(DRIFT, SKIPPED_LINE, decision.seq, decision.hash))
     derive(log)
     outage = log.add("outcome.explained", explained(OUTAGE, DRIFT, drift.seq, drift.hash))
     derive(log)
@@ -100,7 +107,7 @@ async def test_successors_follow_the_chain_hop_by_hop(graph_store: GraphStore) -
     log = causal_story()
     await project(graph_store, log.events)
     one = await graph_store.read(causal_chain(ask(SKIPPED, "successors", depth=1)))
-    assert [(e.name, e.entity_type) for e in one.start] == [(SKIPPED, "cause")]
+    assert [(e.name, e.entity_type) for e in one.start] == [(SKIPPED, "decision")]
     assert walked(one) == [(1, SKIPPED, DRIFT)]
     two = await graph_store.read(causal_chain(ask(SKIPPED, "successors", depth=2)))
     assert walked(two) == [(1, SKIPPED, DRIFT), (2, DRIFT, OUTAGE)]
@@ -115,7 +122,7 @@ async def test_successors_follow_the_chain_hop_by_hop(graph_store: GraphStore) -
         "non_authoritative",
         False,
     )
-    assert (first.cause.entity_type, first.effect.entity_type) == ("cause", "outcome")
+    assert (first.cause.entity_type, first.effect.entity_type) == ("decision", "outcome")
     assert first.edge_id is not None and first.edge_id.startswith("causal-")
     assert (first.valid_from, first.valid_to) == (ts(3), None)
     decision, drift, edge = log.events[0], log.events[1], log.events[2]
@@ -150,7 +157,7 @@ async def test_names_resolve_like_search_and_unknown_ones_offer_the_closest(grap
     await project(graph_store, causal_story().events)
     shouted = await graph_store.read(causal_chain(ask("LOGIN OUTAGE", "predecessors")))
     assert shouted.resolved_name == OUTAGE and walked(shouted) == [(1, DRIFT, OUTAGE), (2, SKIPPED, DRIFT)]
-    partial = await graph_store.read(causal_chain(ask("skipped", "successors", depth=1)))
+    partial = await graph_store.read(causal_chain(ask("SKIP-MIG", "successors", depth=1)))
     assert partial.resolved_name == SKIPPED and walked(partial) == [(1, SKIPPED, DRIFT)]
     exact = await graph_store.read(causal_chain(ask(OUTAGE, "predecessors")))
     assert exact.resolved_name is None and exact.suggestions == []
@@ -179,7 +186,7 @@ async def test_a_retracted_edge_is_gone_now_but_held_before(graph_store: GraphSt
     assert walked(early) == [(1, SKIPPED, DRIFT)]  # B caused C only from event 5 on
 
 
-def edge(cause: str, effect: str, confidence: float) -> dict[str, object]:
+def edge(cause: str, effect: str, confidence: float, cited: Event) -> dict[str, object]:
     return {
         "cause": cause,
         "effect": effect,
@@ -187,16 +194,18 @@ def edge(cause: str, effect: str, confidence: float) -> dict[str, object]:
         "relation_type": "causal_enabled",
         "confidence": confidence,
         "method": "test",
+        "evidence": [{"event_seq": cited.seq, "event_hash": cited.hash}],
     }
 
 
 async def test_cycles_end_and_each_hop_keeps_the_most_confident_edges(graph_store: GraphStore) -> None:
     log = SessionLog(SESSION)
-    log.add("causal.edge.generated", edge("x", "y", 0.5))
-    log.add("causal.edge.generated", edge("y", "x", 0.5))
-    log.add("causal.edge.generated", edge("y", "z", 0.5))
+    seen = log.add("transcript.turn", {"role": "user", "text": "x enabled y, y enabled x and z"})
+    log.add("causal.edge.generated", edge("x", "y", 0.5, seen))
+    log.add("causal.edge.generated", edge("y", "x", 0.5, seen))
+    log.add("causal.edge.generated", edge("y", "z", 0.5, seen))
     for n, confidence in enumerate((0.3, 0.9, 0.6)):
-        log.add("causal.edge.generated", edge("hub", f"leaf{n}", confidence))
+        log.add("causal.edge.generated", edge("hub", f"leaf{n}", confidence, seen))
     await project(graph_store, log.events)
     loop = await graph_store.read(causal_chain(ask("x", "successors", depth=5)))
     assert walked(loop) == [(1, "x", "y"), (2, "y", "z")]
@@ -311,9 +320,11 @@ async def causal_node(settings: Settings) -> AsyncIterator[Node]:
 
 
 async def test_through_the_node_the_producer_links_the_chain(causal_node: Node, log: EventLog) -> None:
-    decision = await log.append(SESSION, "decision.made", "agent:a", {"decision_id": "d1", "title": "Skip"})
+    decision = await log.append(
+        SESSION, "decision.made", "agent:a", {"decision_id": SKIPPED, "title": "Skip"}
+    )
     drift = await log.append(
-        SESSION, "outcome.explained", "agent:a", explained(DRIFT, SKIPPED, decision.seq, decision.hash)
+        SESSION, "outcome.explained", "agent:a", explained(DRIFT, SKIPPED_LINE, decision.seq, decision.hash)
     )
     await log.append(SESSION, "outcome.explained", "agent:a", explained(OUTAGE, DRIFT, drift.seq, drift.hash))
     await log.append(  # cites an event that is not in the log: the runtime refuses to derive from it

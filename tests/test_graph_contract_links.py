@@ -164,6 +164,7 @@ async def test_retraction_closes_the_inferred_edge_and_deletes_nothing(graph_sto
 
 async def test_causal_edges_are_proposed_and_non_authoritative(graph_store: GraphStore) -> None:
     log = SessionLog()
+    edit = log.add("file.edit.applied", {"path": "eventloom/ledger/mirror.py", "summary": "fsync the tail"})
     log.add(
         "causal.edge.generated",
         {
@@ -173,7 +174,7 @@ async def test_causal_edges_are_proposed_and_non_authoritative(graph_store: Grap
             "relation_type": "causal_fixed",
             "confidence": 0.81,
             "method": "command_failure_then_fix",
-            "evidence": [{"event_seq": 1}],
+            "evidence": [{"event_seq": edit.seq, "event_hash": edit.hash}],
         },
     )
     await project(graph_store, log.events)

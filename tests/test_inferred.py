@@ -22,28 +22,30 @@ from tests.runtime_support import drained, running
 from tests.test_graph_support import HASH_A, SessionLog
 
 pytestmark = pytest.mark.anyio
-CITED = {"event_seq": 1, "event_hash": HASH_A}
+DECISION = {"decision_id": "d1", "title": "Refresh early"}
 
 
-def audit_story() -> SessionLog:
+def audit_story(decision_hash: str | None = None) -> SessionLog:
+    """Edges citing the session's first event, the decision (by its hash in the log the story goes to)."""
     log = SessionLog("i1")
-    log.add("decision.made", {"decision_id": "d1", "title": "Refresh early"})
+    decision = log.add("decision.made", DECISION)
+    cited = {"event_seq": 1, "event_hash": decision_hash or decision.hash}
     log.add(
         "inference.edge.generated",
         {"edge_id": "e1", "source": "task-1", "target": "d1", "relation_type": "likely_implemented_decision",
          "confidence": 0.86, "method": "task_completed_decision_citation_v1", "source_event_seq": 1,
-         "source_event_hash": HASH_A, "evidence": [CITED]},
+         "source_event_hash": HASH_A, "evidence": [cited]},
     )  # fmt: skip
     log.add(
         "inference.edge.generated",
         {"source": "auth", "target": "db", "relation_type": "depends_on", "confidence": 0.9,
-         "method": "guess", "evidence": [{"quote": "auth reads users"}, CITED]},
+         "method": "guess", "evidence": [{"quote": "auth reads users"}, cited]},
     )  # fmt: skip
     log.add(
         "causal.edge.generated",
         {"cause": "clock skew", "effect": "expired tokens", "taxonomy": "caused",
          "relation_type": "causal_caused", "confidence": 0.6, "method": "outcome_explained_citation_v1",
-         "source_event_seq": 1, "source_event_hash": HASH_A},
+         "source_event_seq": 1, "source_event_hash": HASH_A, "evidence": [cited]},
     )  # fmt: skip
     log.add("inference.edge.contradicted", {"edge_id": "e1", "reason": "the task never touched it"})
     log.add(
@@ -86,7 +88,7 @@ async def test_the_audit_view_of_a_session(store: SqliteInferredStore) -> None:
     assert (causal.kind, causal.source, causal.target, causal.review_status) == (
         "causal", "clock skew", "expired tokens", "proposed"
     )  # fmt: skip
-    assert causal.trust == trust_score(0.6, "outcome_explained_citation_v1", True, 0.0)
+    assert causal.trust == trust_score(0.6, "outcome_explained_citation_v1", True, 1.0)
 
     status = await store.status("i1")
     assert (status.edges, status.current, status.retracted, status.contradicted) == (3, 2, 1, 1)
@@ -101,7 +103,7 @@ async def test_the_audit_view_of_a_session(store: SqliteInferredStore) -> None:
         status.missing_provenance == 1 and status.missing_provenance_samples[0].relation_type == "depends_on"
     )
     assert [edge.relation_type for edge in status.samples] == ["likely_implemented_decision", "causal_caused"]
-    assert status.evidence_coverage == round((1.0 + 0.5 + 0.0) / 3, 4)
+    assert status.evidence_coverage == round((1.0 + 0.5 + 1.0) / 3, 4)
     assert (await store.status("other")).edges == 0
 
 
@@ -127,9 +129,10 @@ async def test_exactly_once_and_a_generation_again_replaces_the_record(store: Sq
 async def test_the_projector_runs_in_the_runtime_and_the_cli_reports(
     log: EventLog, settings: Settings
 ) -> None:
+    decision = await log.append("i1", "decision.made", "agent", DECISION)
     requests = [
         AppendRequest(session="i1", type=e.type, actor="agent", payload=e.payload)
-        for e in audit_story().events
+        for e in audit_story(decision.hash).events[1:]
     ]
     await log.append_many(requests)
     projector = load_projector("inferred", settings)

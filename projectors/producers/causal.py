@@ -2,6 +2,13 @@
 
 Only explanations that name their cause event by seq and hash are used: the runtime checks that event against
 the log before appending, so every causal edge points at something that really happened.
+
+The producer is a `ProcessProducer`: it reads the cited cause event (`LogView.event`) to attach the edge to
+the entity that event is about (`projectors.producers.subjects`): a `decision.made` makes the cause end the
+decision, an `issue.diagnosed` the issue, a `task.*` the task, an earlier `outcome.explained` that outcome;
+any other cause stays an entity of type `cause` named by the explanation's `cause` line. The effect end is
+always the explained outcome (type `outcome`), and the outcome is linked to what it concerns (`about`) by
+graph extraction. `derive(event, cause)` is the pure part, given the cause event (or None).
 """
 
 from __future__ import annotations
@@ -11,7 +18,8 @@ from typing import Any, Final
 from eventloom.event import Event, citation
 from eventloom.schemas.catalogue_inference import OutcomeExplained
 from projectors.producers._common import cites_earlier, edge_id, event_evidence, read_payload
-from projectors.protocol import CitedEvent, DerivedEvent
+from projectors.producers.subjects import NAME_LIMIT, subject_of
+from projectors.protocol import CitedEvent, DerivedEvent, LogView
 
 SOURCE_TYPE: Final = "outcome.explained"
 DERIVED_TYPE: Final = "causal.edge.generated"
@@ -23,6 +31,21 @@ METHOD: Final = "outcome_explained_citation_v1"
 CONFIDENCE_CEILING: Final = 0.8
 
 
+def _cited(event: Event) -> OutcomeExplained | None:
+    """The explanation, when it fully cites an earlier cause event."""
+    if event.type != SOURCE_TYPE:
+        return None
+    explained = read_payload(event.payload, OutcomeExplained)
+    if (
+        explained is None
+        or explained.cause_event_seq is None
+        or explained.cause_event_hash is None
+        or not cites_earlier(explained.cause_event_seq, event.seq)
+    ):
+        return None
+    return explained
+
+
 class CausalProducer:
     """Proposes one `causal_<taxonomy>` edge per outcome explanation that cites its cause event."""
 
@@ -31,19 +54,24 @@ class CausalProducer:
     def __init__(self, context: object | None = None) -> None:
         """`context` is the plug-in context the entry-point loader passes; this producer needs nothing."""
 
-    def derive(self, event: Event) -> list[DerivedEvent]:
-        if event.type != SOURCE_TYPE:
+    async def process(self, event: Event, log: LogView) -> list[DerivedEvent]:
+        """Read the cited cause event, then derive; nothing when it is not in the log with that hash."""
+        explained = _cited(event)
+        if explained is None:
             return []
-        explained = read_payload(event.payload, OutcomeExplained)
-        if (
-            explained is None
-            or explained.cause_event_seq is None
-            or explained.cause_event_hash is None
-            or not cites_earlier(explained.cause_event_seq, event.seq)
-        ):
+        assert explained.cause_event_seq is not None
+        cause = await log.event(event.session, explained.cause_event_seq)
+        if cause is None or cause.hash != explained.cause_event_hash:
             return []
+        return self.derive(event, cause)
+
+    def derive(self, event: Event, cause: Event | None = None) -> list[DerivedEvent]:
+        """The edge `event` explains; its cause end is the entity `cause` (the cited event) is about."""
+        explained = _cited(event)
+        if explained is None:
+            return []
+        assert explained.cause_event_seq is not None and explained.cause_event_hash is not None
         cause_seq, cause_hash = explained.cause_event_seq, explained.cause_event_hash
-        cause = explained.cause or citation(event.session, cause_seq, cause_hash)
         confidence = CONFIDENCE_CEILING
         if explained.confidence is not None:
             confidence = min(float(explained.confidence), CONFIDENCE_CEILING)
@@ -54,9 +82,9 @@ class CausalProducer:
         ]
         # The explainer's own evidence, already checked against the schema by `read_payload`.
         evidence.extend(dict(item) for item in event.payload.get("evidence", []))
-        payload = {
+        payload: dict[str, Any] = {
             "edge_id": edge_id("causal", METHOD, event.session, cause_hash, explained.outcome, relation_type),
-            "cause": cause,
+            "cause": explained.cause or citation(event.session, cause_seq, cause_hash),
             "effect": explained.outcome,
             "taxonomy": explained.taxonomy,
             "relation_type": relation_type,
@@ -67,7 +95,11 @@ class CausalProducer:
             "source_event_seq": event.seq,
             "source_event_hash": event.hash,
             "evidence": evidence,
+            "effect_entity": {"name": explained.outcome[:NAME_LIMIT], "entity_type": "outcome"},
         }
+        subject = None if cause is None or cause.hash != cause_hash else subject_of(cause)
+        if subject is not None:
+            payload["cause_entity"] = subject
         return [
             DerivedEvent(
                 type=DERIVED_TYPE,

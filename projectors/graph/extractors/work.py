@@ -88,6 +88,8 @@ def decision_made(x: Extraction, p: DecisionMade) -> None:
     me = x.entity(p.decision_id, "decision", p.title, compact(properties))
     if p.effective_task_id:
         x.relation(me, task(p.effective_task_id), "decided_for")
+    for subject in p.about:
+        x.relation(me, EntityRef(subject.name, subject.entity_type), "concerns")
     x.summary = f"decision {p.decision_id}: {p.title}"
 
 
