@@ -182,6 +182,28 @@ async def test_cli_proposes_lists_shows_and_reviews(settings: Settings) -> None:
         await _settle(settings)
         shown = await asyncio.to_thread(_cli, settings, "show", "cand-cli")
         assert shown["status"] == "deferred" and shown["history"][-1]["rationale"] == "need more"
+        async with await EventLog.open(settings) as log:
+            same = {
+                "edge_id": "sa-9",
+                "source": "auth-service",
+                "target": "auth svc",
+                "relation_type": "same_as",
+            }
+            evidence = [{"event_seq": sources[0].seq, "event_hash": sources[0].hash}]
+            edge = {**same, "confidence": 0.8, "method": "normalised_name", "evidence": evidence}
+            await log.append(SESSION, "inference.edge.generated", "producer:er", edge)
+        await _settle(settings)
+        accepted = await asyncio.to_thread(
+            _cli, settings, "review", "sa-9", "--verdict", "accepted", "--rationale", "same service"
+        )
+        assert accepted["kind"] == "same_as"
+        assert [e["type"] for e in accepted["events"]] == [
+            "consolidation.candidate.reviewed",
+            "inference.edge.generated",
+        ]
+        async with await EventLog.open(settings) as log:
+            reasserted = [e async for e in log.events(SESSION)][-1]
+        assert reasserted.payload == {**edge, "review_status": "accepted"}
         unknown = await asyncio.to_thread(
             run_cli,
             settings,

@@ -117,7 +117,12 @@ async def test_http_refuses_a_missing_or_wrong_token(settings: Settings) -> None
                 assert response.headers["www-authenticate"].startswith("Bearer")
                 assert response.json()["error"]["code"] == "unauthorized"
             health = await http.get(node.http_url.removesuffix("/mcp") + "/healthz")
-            expected = {"ok": True, "failing": {}, "tools": len(EVERY_TOOL), "tokens": 1}  # a query service answers
+            expected = {
+                "ok": True,
+                "failing": {},
+                "tools": len(EVERY_TOOL),
+                "tokens": 1,
+            }  # a query service answers
             assert health.status_code == 200 and health.json() == expected
         with pytest.raises(BaseException) as refused:
             async with http_tools(node.http_url, "elt_wrong") as call:
