@@ -41,8 +41,8 @@ from readmodels.retrieval.protocol import Memory
 from readmodels.retrieval.work import TASK_TYPE, work_intent
 
 MAX_ITEM_TOKENS: Final = 160
-HIDDEN_PROPOSALS: Final = frozenset({"rejected", "retracted"})
-"""Review verdicts after which a proposal is left out of a checkout altogether."""
+HIDDEN_PROPOSALS: Final = frozenset({"rejected", "retracted", "promoted"})
+"""Statuses after which a proposal is left out of a checkout (a promoted one answers as its memory)."""
 MAX_QUESTION_TOKENS: Final = 80
 
 
@@ -158,10 +158,20 @@ def _place(builder: PromptBuilder, result: QueryResult, request: CheckoutRequest
         # else: reached only through an inferred edge, or nothing asserted about it: not a fact
 
     fact_of_event = {cited.uri: hit for hit in result.hits if _is_fact(hit) for cited in hit.citations}
+    proposal_of_event = {
+        cited.uri: hit
+        for hit in result.hits
+        if hit.kind == "entity" and hit.proposal is not None
+        for cited in hit.citations
+    }
     for hit in result.hits:
         covering = [fact_of_event[c.uri] for c in hit.citations if c.uri in fact_of_event]
+        proposing = [proposal_of_event[c.uri] for c in hit.citations if c.uri in proposal_of_event]
         if hit.kind == "entity":
             entity(hit)
+        elif hit.proposal is not None and proposing and len(proposing) == len(hit.citations):
+            for proposal in proposing:  # the event proposed them: they say it, with their review status
+                entity(proposal)
         elif hit.proposal is not None:  # a derived event's own words: a proposal, not a verbatim fact
             placer.proposed(hit, hit.proposal)
         elif hit.kind == "event" and covering and len(covering) == len(hit.citations):
