@@ -89,6 +89,8 @@ class CausalRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
 class CausalEntity(msgspec.Struct, frozen=True):
     name: str
     entity_type: str
+    summary: str | None = None
+    """The entity's summary at `as_of`: a decision's title, an outcome's explanation."""
 
 
 class CausalStep(msgspec.Struct, frozen=True, kw_only=True):
@@ -134,18 +136,15 @@ class CausalChain(msgspec.Struct, frozen=True, kw_only=True):
 def causal_chain(request: CausalRequest) -> Reading[CausalChain]:
     """The causal chain of `request`; empty (`start=[]`, with `suggestions`) when no single entity name of
     the session matches, or none of that name holds at `as_of`."""
-    start = yield from _start(request)
-    resolved: str | None = None
-    suggestions: list[str] = []
-    if not start:
-        resolved, suggestions = yield from _resolve_name(request)
-        if resolved is not None:
-            start = yield from _start(msgspec.structs.replace(request, name=resolved))
+    start, resolved, suggestions = yield from resolve_start(
+        request.session, request.name, request.entity_type, request.as_of
+    )
     walked = request if resolved is None else msgspec.structs.replace(request, name=resolved)
     steps: list[CausalStep] = []
     truncated = False
     if start:
         steps, truncated = yield from _walk(walked)
+    start, steps = yield from with_summaries(request.session, request.as_of, start, steps)
     return CausalChain(
         session=request.session,
         name=request.name,
@@ -162,13 +161,28 @@ def causal_chain(request: CausalRequest) -> Reading[CausalChain]:
     )
 
 
-def _resolve_name(request: CausalRequest) -> Reading[tuple[str | None, list[str]]]:
-    """(the one name of the session `request.name` stands for, or None; the closest names otherwise)."""
-    needle = " ".join(request.name.split()).lower()
+def resolve_start(
+    session: str, name: str, entity_type: str | None, as_of: str | None
+) -> Reading[tuple[list[CausalEntity], str | None, list[str]]]:
+    """(the entities `name` stands for at `as_of`, the name resolved when not `name` itself, the closest
+    names when none): the exact name first, then the way search finds names (see the module)."""
+    start = yield from _start(session, name, entity_type, as_of)
+    resolved: str | None = None
+    suggestions: list[str] = []
+    if not start:
+        resolved, suggestions = yield from _resolve_name(session, name)
+        if resolved is not None:
+            start = yield from _start(session, resolved, entity_type, as_of)
+    return start, resolved if start else None, [] if start else suggestions
+
+
+def _resolve_name(session: str, name: str) -> Reading[tuple[str | None, list[str]]]:
+    """(the one name of the session `name` stands for, or None; the closest names otherwise)."""
+    needle = " ".join(name.split()).lower()
     rows = yield (
         "MATCH (k:EntityKey) WHERE k.session = $session AND toLower(k.name) CONTAINS $needle "
         "RETURN DISTINCT k.name AS name ORDER BY name LIMIT $cap",
-        {"session": request.session, "needle": needle, "cap": MAX_SUGGESTIONS + 1},
+        {"session": session, "needle": needle, "cap": MAX_SUGGESTIONS + 1},
     )
     containing = [row["name"] for row in rows]
     same = sorted({name for name in containing if name.lower() == needle})
@@ -180,18 +194,20 @@ def _resolve_name(request: CausalRequest) -> Reading[tuple[str | None, list[str]
         return None, containing[:MAX_SUGGESTIONS]
     every = yield (
         "MATCH (k:EntityKey) WHERE k.session = $session RETURN DISTINCT k.name AS name LIMIT $cap",
-        {"session": request.session, "cap": MAX_NAMES_COMPARED},
+        {"session": session, "cap": MAX_NAMES_COMPARED},
     )
     names = {row["name"].lower(): row["name"] for row in every}
     close = difflib.get_close_matches(needle, list(names), n=MAX_SUGGESTIONS, cutoff=0.5)
     return None, [names[name] for name in close]
 
 
-def _start(request: CausalRequest) -> Reading[list[CausalEntity]]:
-    params: dict[str, Any] = {"session": request.session, "name": request.name}
-    conditions = ["e.session = $session", "e.name = $name", window("e", request.as_of, params)]
-    if request.entity_type is not None:
-        params["entity_type"] = request.entity_type
+def _start(
+    session: str, name: str, entity_type: str | None, as_of: str | None
+) -> Reading[list[CausalEntity]]:
+    params: dict[str, Any] = {"session": session, "name": name}
+    conditions = ["e.session = $session", "e.name = $name", window("e", as_of, params)]
+    if entity_type is not None:
+        params["entity_type"] = entity_type
         conditions.append("e.entity_type = $entity_type")
     rows = yield (
         f"MATCH (e:Entity) WHERE {' AND '.join(conditions)} "
@@ -201,13 +217,12 @@ def _start(request: CausalRequest) -> Reading[list[CausalEntity]]:
     return [CausalEntity(row["name"], row["entity_type"]) for row in rows]
 
 
-def _hop(request: CausalRequest) -> tuple[str, dict[str, Any]]:
+def hop_statement(session: str, direction: Direction, as_of: str | None) -> tuple[str, dict[str, Any]]:
     """One hop's statement: the causal edges whose near end is named in `$names` and whose far end is not
     in `$visited`, most confident first, at most `$cap`. Asserted causal relations carry no confidence:
     they were stated, not inferred, so they rank as certain."""
-    near, far = ("a", "b") if request.direction == "successors" else ("b", "a")
-    as_of = request.as_of
-    params: dict[str, Any] = {"session": request.session, "prefix": CAUSAL_PREFIX}
+    near, far = ("a", "b") if direction == "successors" else ("b", "a")
+    params: dict[str, Any] = {"session": session, "prefix": CAUSAL_PREFIX}
     conditions = [
         f"{near}.session = $session",
         f"{near}.name IN $names",
@@ -228,7 +243,7 @@ def _hop(request: CausalRequest) -> tuple[str, dict[str, Any]]:
 
 def _walk(request: CausalRequest) -> Reading[tuple[list[CausalStep], bool]]:
     """Breadth first from the request's name; each hop reads at most `limit` edges (one more, to tell)."""
-    statement, params = _hop(request)
+    statement, params = hop_statement(request.session, request.direction, request.as_of)
     successors = request.direction == "successors"
     visited = {request.name}
     frontier = [request.name]
@@ -243,14 +258,14 @@ def _walk(request: CausalRequest) -> Reading[tuple[list[CausalStep], bool]]:
             truncated = True
             rows = rows[: request.limit]
         edges = [to_edge(row) for row in rows]
-        steps.extend(_step(edge, depth) for edge in edges)
+        steps.extend(to_step(edge, depth) for edge in edges)
         reached = {edge.target_name if successors else edge.source_name for edge in edges}
         visited |= reached
         frontier = sorted(reached)
     return steps, truncated
 
 
-def _step(edge: RelationEdge, depth: int) -> CausalStep:
+def to_step(edge: RelationEdge, depth: int) -> CausalStep:
     return CausalStep(
         depth=depth,
         cause=CausalEntity(edge.source_name, edge.source_entity_type),
@@ -285,3 +300,27 @@ def edge_citations(edge: RelationEdge) -> list[Citation]:
             Citation(uri=uri, session=session, seq=int(seq), hash=full_hashes.get(short_hash, short_hash))
         )
     return list({c.uri: c for c in cited}.values())
+
+
+def with_summaries(
+    session: str, as_of: str | None, start: list[CausalEntity], steps: list[CausalStep]
+) -> Reading[tuple[list[CausalEntity], list[CausalStep]]]:
+    """`start` and `steps` with each entity's summary at `as_of` (one read for all of them)."""
+    names = sorted({e.name for e in start} | {e.name for s in steps for e in (s.cause, s.effect)})
+    if not names:
+        return start, steps
+    params: dict[str, Any] = {"session": session, "names": names}
+    rows = yield (
+        "MATCH (e:Entity) WHERE e.session = $session AND e.name IN $names AND "
+        f"{window('e', as_of, params)} RETURN e.name AS name, e.entity_type AS type, e.summary AS summary",
+        params,
+    )
+    summaries = {(row["name"], row["type"]): row["summary"] for row in rows}
+
+    def summed(entity: CausalEntity) -> CausalEntity:
+        return CausalEntity(entity.name, entity.entity_type, summaries.get((entity.name, entity.entity_type)))
+
+    steps = [
+        msgspec.structs.replace(step, cause=summed(step.cause), effect=summed(step.effect)) for step in steps
+    ]
+    return [summed(entity) for entity in start], steps
