@@ -104,8 +104,16 @@ class Workers:
         self.tasks: list[asyncio.Task[None]] = []
 
     async def __aenter__(self) -> Workers:
-        self.tasks = [asyncio.create_task(runner.run(self.stop)) for runner in self.runners]
-        await asyncio.gather(*(runner.ready.wait() for runner in self.runners))
+        """Start the runners one at a time: on Neo4j, the graph, keyword and vector models opening together
+        (each creating its schema) were seen to deadlock, and then to wait on each other for good."""
+        for runner in self.runners:
+            task = asyncio.create_task(runner.run(self.stop))
+            self.tasks.append(task)
+            ready = asyncio.create_task(runner.ready.wait())
+            await asyncio.wait([task, ready], return_when=asyncio.FIRST_COMPLETED)
+            if task.done():
+                ready.cancel()
+                await task  # it failed to start: raise why
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -222,6 +230,7 @@ async def measure_backend(
         seconds["append"] = time.perf_counter() - started
         seconds["derive_and_project"] = await workers.quiet(args.quiet_s, args.timeout_s)
         index = await LogIndex.read(log)
+        before = await stale_rejected(workers.live.memory(), fixture, events)
         reviewed = await second_phase(log, workers.live.memory(), fixture, events, index)
         seconds["second_phase"] = await workers.quiet(args.quiet_s, args.timeout_s)
         index = await LogIndex.read(log)
@@ -238,6 +247,7 @@ async def measure_backend(
         "causal_recall_successors": successors,
         "causal_recall_predecessors": predecessors,
         "stale_causal_rejected": stale,
+        "stale_causal_current_before": None if before is None else round(1 - before, 4),
         "citation_fidelity": fidelity["fraction"],
         "entity_resolution_precision": resolution["precision"],
         "entity_resolution_recall": resolution["recall"],

@@ -6,7 +6,8 @@ which is only known once that event is appended, so a payload can be a function 
 
 What the truth records, and what bench/derived.py then asks of the derived memory:
 - causal chains A -> B -> C (-> D): a decision about an entity, outcomes explained citing their cause event
-  (the decision, then the previous outcome's own event); every link should be found by the causal reads;
+  (the decision, then the previous outcome's own event), half of them naming the cause in passing ("Move
+  auth-service sessions ...") rather than by its exact text; every link should be found by the causal reads;
 - stale causal distractors: a decision and an explained outcome whose causal edge is later contradicted
   (and so retracted by the `retraction` producer), or whose outcome is later invalidated: never current;
 - claims: the same relation (or the same entity with the same summary) asserted in 2 to 4 sessions;
@@ -277,11 +278,16 @@ def _chains(script: Script, number: int, rng: random.Random, truth: Truth) -> No
         script.add(f"c{chain}-task", "task.completed", _task(task, decision, keys[0]))
         for i in range(1, len(names)):
             taxonomy = "caused" if i == 1 else rng.choice(("enabled", "caused"))
-            script.add(
-                keys[i], "outcome.explained", _explained(names[i], names[i - 1], keys[i - 1], taxonomy, about)
-            )
+            line = names[i - 1] if rng.random() < 0.5 else shorthand(names[i - 1])
+            script.add(keys[i], "outcome.explained", _explained(names[i], line, keys[i - 1], taxonomy, about))
             cause = (decision_id, decision) if i == 1 else (names[i - 1],)
             truth.causal.append(CausalLink(script.session, keys[i - 1], keys[i], cause, names[i], chain))
+
+
+def shorthand(text: str) -> str:
+    """How an agent refers to an earlier event in passing: its first words ("Move auth-service sessions
+    ..."), not the exact text. The cited event, not the line, says which event it is."""
+    return " ".join(text.split()[:3]) + " ..."
 
 
 def _task(task: str, decision: str, decision_key: str) -> Callable[[Events], Payload]:
