@@ -19,6 +19,12 @@ from readmodels.retrieval.candidates import (
     CandidateRequest,
 )
 from readmodels.retrieval.causal_chains import CausalChain, CausalRequest
+from readmodels.retrieval.causal_reads import (
+    CausalExplainRequest,
+    CausalExplanation,
+    CausalPathRequest,
+    CausalPaths,
+)
 from readmodels.retrieval.model import Query, QueryError, QueryResult
 
 T = TypeVar("T")
@@ -45,6 +51,12 @@ class MemoryClient:
 
     async def causal(self, request: CausalRequest) -> CausalChain:
         return await self._ask("causal", request, CausalChain)
+
+    async def causal_path(self, request: CausalPathRequest) -> CausalPaths:
+        return await self._ask("causal_path", request, CausalPaths)
+
+    async def causal_explain(self, request: CausalExplainRequest) -> CausalExplanation:
+        return await self._ask("causal_explain", request, CausalExplanation)
 
     async def candidates(self, request: CandidateListRequest) -> CandidateList:
         return await self._ask("candidates", request, CandidateList)

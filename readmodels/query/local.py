@@ -18,6 +18,14 @@ from readmodels.retrieval.candidates import (
     candidate_show,
 )
 from readmodels.retrieval.causal_chains import CausalChain, CausalRequest, causal_chain
+from readmodels.retrieval.causal_reads import (
+    CausalExplainRequest,
+    CausalExplanation,
+    CausalPathRequest,
+    CausalPaths,
+    causal_explanation,
+    causal_paths,
+)
 from readmodels.retrieval.model import Query, QueryResult
 from readmodels.retrieval.retriever import ReadModels, Retriever
 
@@ -49,6 +57,18 @@ class LocalMemory:
         if graph is None:
             raise MemoryUnavailableError("the graph read model is not running here")
         return await graph.read(causal_chain(request))
+
+    async def causal_path(self, request: CausalPathRequest) -> CausalPaths:
+        graph = self._models().graph
+        if graph is None:
+            raise MemoryUnavailableError("the graph read model is not running here")
+        return await graph.read(causal_paths(request))
+
+    async def causal_explain(self, request: CausalExplainRequest) -> CausalExplanation:
+        graph = self._models().graph
+        if graph is None:
+            raise MemoryUnavailableError("the graph read model is not running here")
+        return await graph.read(causal_explanation(request))
 
     async def candidates(self, request: CandidateListRequest) -> CandidateList:
         graph = self._models().graph

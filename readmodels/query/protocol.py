@@ -13,6 +13,12 @@ from readmodels.retrieval.candidates import (
     CandidateRequest,
 )
 from readmodels.retrieval.causal_chains import CausalChain, CausalRequest
+from readmodels.retrieval.causal_reads import (
+    CausalExplainRequest,
+    CausalExplanation,
+    CausalPathRequest,
+    CausalPaths,
+)
 from readmodels.retrieval.model import Query, QueryResult
 
 
@@ -29,6 +35,14 @@ class MemoryService(Protocol):
 
     async def causal(self, request: CausalRequest) -> CausalChain:
         """The causal successors or predecessors of an entity (`readmodels.retrieval.causal_chains`)."""
+        ...
+
+    async def causal_path(self, request: CausalPathRequest) -> CausalPaths:
+        """The shortest causal paths from one entity to another (`readmodels.retrieval.causal_reads`)."""
+        ...
+
+    async def causal_explain(self, request: CausalExplainRequest) -> CausalExplanation:
+        """Why an outcome happened: its causal predecessors and cited explanations (`causal_reads`)."""
         ...
 
     async def candidates(self, request: CandidateListRequest) -> CandidateList:

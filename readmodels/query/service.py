@@ -1,7 +1,8 @@
 """Memory queries over NATS request/reply, in the queue group `memory`, so gateways stay stateless.
 
 Subjects (`eventloom.q.memory.*`): `query` (a `Query`), `checkout` (a `CheckoutRequest`), `inferred`
-(`{"session": ...}`), `causal` (a `CausalRequest`), `candidates` (a `CandidateListRequest`), `candidate` (a
+(`{"session": ...}`), `causal` (a `CausalRequest`), `causal_path` (a `CausalPathRequest`), `causal_explain`
+(a `CausalExplainRequest`), `candidates` (a `CandidateListRequest`), `candidate` (a
 `CandidateRequest`) and `health` (`{}`, answered with a `ServiceHealth`:
 `ok` is false while a role of the service's process is failing, and `failing` names each). Replies
 are `{"result": ...}` or `{"error": {"code", "message"}}`; codes are `invalid_input` (the message names the
@@ -26,6 +27,7 @@ from readmodels.checkout.model import CheckoutRequest
 from readmodels.query.protocol import MemoryService, MemoryUnavailableError
 from readmodels.retrieval.candidates import CandidateListRequest, CandidateRequest
 from readmodels.retrieval.causal_chains import CausalRequest
+from readmodels.retrieval.causal_reads import CausalExplainRequest, CausalPathRequest
 from readmodels.retrieval.model import Query, QueryError
 
 log = logging.getLogger(__name__)
@@ -71,6 +73,12 @@ def _handlers(
     async def causal(data: bytes) -> Any:
         return await memory.causal(msgspec.json.decode(data, type=CausalRequest))
 
+    async def causal_path(data: bytes) -> Any:
+        return await memory.causal_path(msgspec.json.decode(data, type=CausalPathRequest))
+
+    async def causal_explain(data: bytes) -> Any:
+        return await memory.causal_explain(msgspec.json.decode(data, type=CausalExplainRequest))
+
     async def candidates(data: bytes) -> Any:
         return await memory.candidates(msgspec.json.decode(data, type=CandidateListRequest))
 
@@ -86,6 +94,8 @@ def _handlers(
         "checkout": checkout,
         "inferred": inferred,
         "causal": causal,
+        "causal_path": causal_path,
+        "causal_explain": causal_explain,
         "candidates": candidates,
         "candidate": candidate,
         "health": health,
