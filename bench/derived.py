@@ -9,7 +9,7 @@ For each graph backend (LadybugDB embedded, Neo4j), on a real embedded nats-serv
      candidates reviewed, and everything runs until quiet again;
   3. measured, through the same reads as the CLI and MCP (`LocalMemory`): causal recall of the true links
      (successors from each chain's head, predecessors from its tail), stale distractors not returned,
-     citation fidelity of every candidate and derived edge in the log (bench/derived_checks.py says what
+     citation fidelity of every candidate and derived edge in the log (bench/derived_fidelity.py says what
      "says what is claimed" means for each kind), entity-resolution precision and recall against the
      fixture's spellings, and pending or rejected candidates found among a checkout's facts.
 Neo4j comes from `NEO4J_URI`, else is provisioned as the tests do (`--backend ladybug` skips it).
@@ -30,14 +30,8 @@ from typing import Any
 
 import msgspec
 from common import console, machine, progress_bar, server_binary_version
-from derived_checks import (
-    LogIndex,
-    candidate_checkouts,
-    causal_recall,
-    citation_fidelity,
-    entity_resolution,
-    stale_rejected,
-)
+from derived_checks import candidate_checkouts, causal_recall, entity_resolution, stale_rejected
+from derived_fidelity import LogIndex, citation_fidelity
 from derived_fixture import Events, Fixture, Script, generate
 from query import backend_settings
 
