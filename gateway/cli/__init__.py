@@ -10,6 +10,7 @@ import typer
 from typer.core import TyperOption
 
 from gateway.cli import (
+    causal_cmds,
     consolidation_cmds,
     consumer_cmd,
     demo,
@@ -77,6 +78,7 @@ rebuild_cmd.register(app)
 dev_cmds.register(app)
 memory_cmds.register(app)
 consolidation_cmds.register(memory_cmds.memory_app)
+causal_cmds.register(memory_cmds.causal_app)
 schema_cmds.register(app)
 mcp_cmds.register(app)
 health_cmd.register(app)

@@ -268,7 +268,8 @@ def _print_chain(chain: CausalChain) -> None:
     for step in chain.steps:
         reached = step.effect if chain.direction == "successors" else step.cause
         indent = "  " * step.depth
-        print(f"{indent}{step.depth}. {reached.name} ({reached.entity_type})")
+        summary = f": {reached.summary}" if reached.summary else ""
+        print(f"{indent}{step.depth}. {reached.name} ({reached.entity_type}){summary}")
         print(f"{indent}   {_edge_line(step)}")
         for cited in step.citations:
             print(f"{indent}   cites {cited.uri}")
