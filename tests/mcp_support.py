@@ -32,6 +32,8 @@ EVERY_TOOL = {
     "memory_inferred_status",
     "memory_causal_successors",
     "memory_causal_predecessors",
+    "memory_causal_path",
+    "memory_causal_explain",
     "memory_graph_query",
     "memory_consolidation_candidate",
     "memory_consolidation_review",
@@ -61,10 +63,15 @@ async def exercise_every_tool(call: ToolCall) -> Told:
     as_of_hits = {hit.get("entity"): hit for hit in told.answers["as_of"]["hits"]}
     assert as_of_hits["price cache"]["summary"] == "Redis cache of prices, TTL 5 minutes"
     (cause,) = told.answers["causes"]["steps"]
-    assert (cause["cause"]["name"], cause["effect"]["name"], cause["depth"]) == (DECISION, OUTCOME, 1)
+    assert (cause["cause"]["name"], cause["effect"]["name"], cause["depth"]) == ("d-redis", OUTCOME, 1)
+    assert cause["cause"]["entity_type"] == "decision" and cause["cause"]["summary"] == DECISION
     assert cause["authoritative"] is False and cause["citations"]
     (effect,) = told.answers["effects"]["steps"]
     assert effect["effect"]["name"] == OUTCOME
+    found = await call("memory_causal_path", {"session": WORK, "source": "d-redis", "target": OUTCOME})
+    assert [[s["effect"]["name"] for s in p["steps"]] for p in found["paths"]] == [[OUTCOME]]
+    why = await call("memory_causal_explain", {"session": WORK, "name": OUTCOME})
+    assert [s["cause"]["name"] for s in why["steps"]] == ["d-redis"] and why["explanations"][0]["citations"]
     handoff = told.answers["handoff"]
     assert handoff["integrity"]["ok"] and handoff["summary"]["events"] >= 10
     assert told.citations["turn"].startswith(f"eventloom://{CHAT}/events/1#")

@@ -148,6 +148,8 @@ async def test_http_enforces_the_session_scope_for_reads_and_writes(settings: Se
             ("memory_inferred_status", theirs),
             ("memory_causal_successors", {**theirs, "name": "x"}),
             ("memory_causal_predecessors", {**theirs, "name": "x"}),
+            ("memory_causal_path", {**theirs, "source": "x", "target": "y"}),
+            ("memory_causal_explain", {**theirs, "name": "x"}),
             ("memory_query", {"text": "notes"}),  # every session at once
             ("memory_verify", {}),
             ("memory_replay", {"session": "team-a-1"}),  # admin only

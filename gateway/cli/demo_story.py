@@ -236,7 +236,8 @@ async def ask(call: ToolCall, told: Told) -> None:
         "memory_causal_predecessors", {"session": WORK, "name": "Checkout p95 fell from 480 ms to 140 ms"}
     )
     told.answers["effects"] = await call(
-        "memory_causal_successors", {"session": WORK, "name": "Cache prices in Redis with a 5 minute TTL"}
+        "memory_causal_successors",
+        {"session": WORK, "name": "d-redis"},  # the decision it cited
     )
     told.answers["verify"] = await call("memory_verify", {"session": WORK})
 

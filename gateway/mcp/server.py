@@ -26,6 +26,7 @@ from gateway.mcp.backend import Backend
 from gateway.mcp.caller import Caller, calling_as, finished_calling
 from gateway.mcp.failures import ToolFailure, failure_of
 from gateway.mcp.tokens import LOCAL_OPERATOR, Principal, TokenBook, bearer_token
+from gateway.mcp.tools_causal import register_causal_tools
 from gateway.mcp.tools_consolidation import REVIEW_TOOLS, register_consolidation_tools
 from gateway.mcp.tools_context import register_context_tools
 from gateway.mcp.tools_log import ADMIN_TOOLS, register_log_tools
@@ -82,6 +83,7 @@ class EventloomMCP(MCPServer):
         self.backend = backend
         self.authenticator = authenticator
         register_memory_tools(self, backend)
+        register_causal_tools(self, backend)
         register_context_tools(self, backend)
         register_log_tools(self, backend)
         register_consolidation_tools(self, backend)
