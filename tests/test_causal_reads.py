@@ -7,20 +7,33 @@ auth-service). The `causal` producer derives both edges from the log, reading ea
 
 from __future__ import annotations
 
+import asyncio
+import json
+
+import msgspec
 import pytest
 
 from eventloom.event import Event
+from eventloom.log import EventLog
+from eventloom.settings import Settings
 from projectors.producers import CausalProducer, DecisionCitationProducer
 from readmodels.graph.protocol import GraphStore
+from readmodels.query.client import MemoryClient
+from readmodels.query.local import LocalMemory
 from readmodels.retrieval.causal_reads import (
     CausalExplainRequest,
+    CausalExplanation,
     CausalPathRequest,
+    CausalPaths,
     causal_explanation,
     causal_paths,
 )
 from readmodels.retrieval.model import QueryError
+from readmodels.retrieval.retriever import ReadModels
 from tests import test_graph_support as support
 from tests.causal_support import processed
+from tests.conftest import run_cli
+from tests.test_causal import serving
 from tests.test_graph_support import SessionLog
 
 pytestmark = pytest.mark.anyio
@@ -194,3 +207,37 @@ def test_bad_input_names_the_field(request_type: type, field: str, value: object
     fields[field] = value
     with pytest.raises(QueryError, match=f"^{field}: "):
         request_type(**fields)
+
+
+async def test_the_service_the_client_and_the_cli_answer_like_local_memory(
+    graph_store: GraphStore, log: EventLog, settings: Settings
+) -> None:
+    await support.project(graph_store, (await outage_story()).events)
+    local = LocalMemory(lambda: ReadModels(graph=graph_store))
+    client = MemoryClient(log.client)
+    path = CausalPathRequest(session=SESSION, source=DECISION, target="outage")
+    why = CausalExplainRequest(session=SESSION, name="auth-service")
+    async for _ in serving(log, local):
+        assert await client.causal_path(path) == await local.causal_path(path)
+        assert await client.causal_explain(why) == await local.causal_explain(why)
+        args = ("memory", "causal", "path", DECISION, "outage", "--session", SESSION, "--json")
+        printed = await asyncio.to_thread(run_cli, settings, *args)
+        assert printed.returncode == 0, printed.stderr
+        assert msgspec.convert(json.loads(printed.stdout), CausalPaths) == await local.causal_path(path)
+        text = await asyncio.to_thread(run_cli, settings, *args[:-1])
+        assert text.returncode == 0 and "2. Outage of auth-service (outcome)" in text.stdout, text.stderr
+        assert "1 causal path(s), not authoritative" in text.stderr
+        explain = ("memory", "causal", "explain", "auth-service", "--session", SESSION)
+        explained_json = await asyncio.to_thread(run_cli, settings, *explain, "--json")
+        assert explained_json.returncode == 0, explained_json.stderr
+        decoded = msgspec.convert(json.loads(explained_json.stdout), CausalExplanation)
+        assert decoded == await local.causal_explain(why)
+        text = await asyncio.to_thread(run_cli, settings, *explain)
+        assert text.returncode == 0 and f"outcomes explained: {OUTAGE}" in text.stdout
+        assert "2. dec-pool (decision): Shrink the DB connection pool" in text.stdout
+        missing = await asyncio.to_thread(
+            run_cli, settings, "memory", "causal", "explain", "auth-svc", "--session", SESSION
+        )
+        assert missing.returncode == 1 and "did you mean" in missing.stderr
+        refused = await asyncio.to_thread(run_cli, settings, *explain, "--depth", "9")
+        assert refused.returncode == 2 and "depth" in refused.stderr
