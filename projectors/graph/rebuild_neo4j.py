@@ -5,6 +5,10 @@ generation: stop the graph projector that writes it first (a concurrent writer m
 uniqueness constraint; nothing is silently merged). The log comes from the stream, or from a JSONL ledger
 directory, verified (chains, hashes, signatures) before anything is deleted. The load writes checkpoints
 last, so the live projector, restarted afterwards, skips everything the rebuild applied and continues.
+
+Citations are checked as the live projector checks them (`eventloom.citations`): from the stream by the
+runner's verifier; from a ledger against an index of every (session, seq) -> hash in it, so an event the
+live projector refuses into the dead-letter queue ("uncited: ...") is left out of a rebuild too.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Final
 import msgspec
 import nats.js.errors
 
+from eventloom.citations import CitationChecker, Lookup
 from eventloom.errors import EventloomError
 from eventloom.event import Event, decode_event
 from eventloom.keys import Keyring, KeyStore
@@ -48,6 +53,8 @@ class Neo4jRebuildReport(msgspec.Struct, frozen=True, kw_only=True):
     events_per_s: float
     load_seconds: dict[str, float] = {}
     """Where the load's time went: seconds per table, and dropping / building the deferred indexes."""
+    refused: int = 0
+    """Ledger events left out because what they cite is not in the ledger with that hash."""
 
 
 async def _emptied(
@@ -63,7 +70,12 @@ async def _emptied(
 
 
 def _report(
-    settings: Settings, source: str, events: int, started: float, graph: GraphProjector[Neo4jBulkLoader]
+    settings: Settings,
+    source: str,
+    events: int,
+    started: float,
+    graph: GraphProjector[Neo4jBulkLoader],
+    refused: int = 0,
 ) -> Neo4jRebuildReport:
     seconds = time.perf_counter() - started
     return Neo4jRebuildReport(
@@ -75,6 +87,7 @@ def _report(
         seconds=round(seconds, 3),
         events_per_s=round(events / seconds, 1) if seconds else 0.0,
         load_seconds=dict(graph.store.neo4j_sink.seconds),
+        refused=refused,
     )
 
 
@@ -127,20 +140,23 @@ async def rebuild_neo4j_from_ledger(
         raise EventloomError(f"the ledger in {ledger_dir} does not verify; nothing was deleted: {broken[:5]}")
     if not reports:
         raise EventloomError(f"no ledger files in {ledger_dir}")
+    checker = CitationChecker(await asyncio.to_thread(ledger_lookup, ledger_dir))
     graph = await _emptied(settings, projector, progress)
     total = sum(r.ledger_events or 0 for r in reports if r.session not in graph.skipped_sessions)
     await graph.open()
-    done = 0
+    done = refused = 0
     try:
         batches = _ledger_batches(ledger_dir, graph.skipped_sessions)
         while batch := await asyncio.to_thread(next, batches, None):
-            await graph.apply(batch)
+            kept = [event for event in batch if await checker.problem(event) is None]
+            await graph.apply(kept)
             done += len(batch)
+            refused += len(batch) - len(kept)
             if progress is not None:
                 progress("replay", done, total)
     finally:
         await graph.close()
-    return _report(settings, f"ledger:{ledger_dir}", done, started, graph)
+    return _report(settings, f"ledger:{ledger_dir}", done - refused, started, graph, refused)
 
 
 def _ledger_batches(ledger_dir: Path, skipped: frozenset[str]) -> Iterator[list[Event]]:
@@ -156,3 +172,24 @@ def _ledger_batches(ledger_dir: Path, skipped: frozenset[str]) -> Iterator[list[
                 batch = []
     if batch:
         yield batch
+
+
+class _Cited(msgspec.Struct, frozen=True):
+    session: str
+    seq: int
+    hash: str
+
+
+def ledger_lookup(ledger_dir: Path) -> Lookup:
+    """A citation lookup over every event of the ledger directory: (session, seq) -> hash."""
+    index: dict[tuple[str, int], str] = {}
+    for session in ledger_sessions(ledger_dir):
+        for _, line in iter_lines(ledger_path(ledger_dir, session)):
+            if line:
+                key = msgspec.json.decode(line, type=_Cited)
+                index[(key.session, key.seq)] = key.hash
+
+    async def lookup(session: str, seq: int) -> str | None:
+        return index.get((session, seq))
+
+    return lookup
