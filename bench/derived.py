@@ -52,6 +52,8 @@ REVIEWER = "agent:reviewer"
 METRICS = (
     "causal_recall_successors",
     "causal_recall_predecessors",
+    "causal_recall_explain",
+    "causal_path_found",
     "stale_causal_rejected",
     "citation_fidelity",
     "entity_resolution_precision",
@@ -230,7 +232,7 @@ async def measure_backend(
         index = await LogIndex.read(log)
         started = time.perf_counter()
         memory = workers.live.memory()
-        successors, predecessors = await causal_recall(memory, fixture, events)
+        recall = await causal_recall(memory, fixture, events)
         stale = await stale_rejected(memory, fixture, events)
         fidelity = citation_fidelity(index, fixture, events)
         resolution = entity_resolution(index, fixture)
@@ -238,8 +240,10 @@ async def measure_backend(
         seconds["measure"] = time.perf_counter() - started
         letters = await list_dead_letters(log.client)
     result: dict[str, Any] = {
-        "causal_recall_successors": successors,
-        "causal_recall_predecessors": predecessors,
+        "causal_recall_successors": recall["successors"],
+        "causal_recall_predecessors": recall["predecessors"],
+        "causal_recall_explain": recall["explain"],
+        "causal_path_found": recall["path"],
         "stale_causal_rejected": stale,
         "stale_causal_current_before": None if before is None else round(1 - before, 4),
         "citation_fidelity": fidelity["fraction"],
@@ -253,6 +257,7 @@ async def measure_backend(
         "causal_edges": len(index.of_type("causal.edge.generated")),
         "same_as_proposed": resolution["proposed"],
         "reviews": reviewed,
+        "causal": recall,
         "citation_fidelity_by_kind": fidelity["by_kind"],
         "citation_failures": fidelity["failures"][:10],
         "entity_resolution": resolution,

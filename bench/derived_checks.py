@@ -13,6 +13,7 @@ from eventloom.event import Event
 from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
 from readmodels.query.local import LocalMemory
 from readmodels.retrieval.causal_chains import CausalChain, CausalRequest, CausalStep
+from readmodels.retrieval.causal_reads import CausalExplainRequest, CausalPathRequest
 
 # ---- causal reads ------------------------------------------------------------------------------------
 
@@ -39,42 +40,69 @@ def _found(chain: CausalChain | None, explained: Event) -> bool:
     )
 
 
-async def causal_recall(
-    memory: LocalMemory, fixture: Fixture, events: dict[str, Events]
-) -> tuple[float | None, float | None]:
-    """(successors, predecessors): the fraction of the true links (stale ones aside) that the walk from
-    each chain's head (successors) and from its tail (predecessors), as deep as the chain, reaches.
-    A link counts when a step cites the outcome.explained event that stated it."""
+def _chains(fixture: Fixture) -> dict[tuple[str, int], list[CausalLink]]:
     chains: dict[tuple[str, int], list[CausalLink]] = {}
     for link in fixture.truth.causal:
         if link.stale is None:
             chains.setdefault((link.session, link.chain), []).append(link)
-    found = {"successors": 0, "predecessors": 0}
-    total = 0
+    return chains
+
+
+def _ratio(found: int, total: int) -> float | None:
+    return round(found / total, 4) if total else None
+
+
+async def causal_recall(memory: LocalMemory, fixture: Fixture, events: dict[str, Events]) -> dict[str, Any]:
+    """The fraction of the true links (stale ones aside) each causal read finds, a link counting when a
+    step cites the outcome.explained event that stated it:
+    - `successors`: the walk from each chain's head (its decision), as deep as the chain;
+    - `predecessors`: the walk from each chain's tail (its last outcome), as deep as the chain;
+    - `explain`: "why" asked of the entity the chain is about (`auth-service`), as deep as the chain;
+    and `path`: the fraction of chains whose shortest path from head to tail cites every link."""
+    found = {"successors": 0, "predecessors": 0, "explain": 0, "path": 0}
+    chains, total = _chains(fixture), 0
     for (session, _), links in sorted(chains.items()):
         total += len(links)
-        head = await _walk(memory, session, links[0].cause_names, "successors", len(links))
-        tail = await _walk(memory, session, (links[-1].effect_name,), "predecessors", len(links))
-        for link in links:
-            explained = events[session][link.explained_key]
-            found["successors"] += _found(head, explained)
-            found["predecessors"] += _found(tail, explained)
-    if not total:
-        return None, None
-    return round(found["successors"] / total, 4), round(found["predecessors"] / total, 4)
+        depth = len(links)
+        head = await _walk(memory, session, links[0].cause_names, "successors", depth)
+        tail = await _walk(memory, session, (links[-1].effect_name,), "predecessors", depth)
+        name, kind = links[0].about
+        why = await memory.causal_explain(
+            CausalExplainRequest(session=session, name=name, entity_type=kind, depth=depth)
+        )
+        source = head.resolved_name or head.name if head is not None else links[0].cause_names[-1]
+        paths = await memory.causal_path(
+            CausalPathRequest(session=session, source=source, target=links[-1].effect_name, depth=depth)
+        )
+        explained = [events[session][link.explained_key] for link in links]
+        for event in explained:
+            found["successors"] += _found(head, event)
+            found["predecessors"] += _found(tail, event)
+            found["explain"] += any(_cites(step, event) and step.valid_to is None for step in why.steps)
+        found["path"] += any(
+            all(any(_cites(step, event) for step in path.steps) for event in explained)
+            for path in paths.paths
+        )
+    result = {read: _ratio(found[read], total) for read in ("successors", "predecessors", "explain")}
+    return result | {"path": _ratio(found["path"], len(chains)), "links": total, "chains": len(chains)}
 
 
 async def stale_rejected(memory: LocalMemory, fixture: Fixture, events: dict[str, Events]) -> float | None:
-    """The fraction of stale links (edge retracted, or outcome invalidated) that neither the successors of
-    their cause nor the predecessors of their outcome return as current."""
+    """The fraction of stale links (edge retracted, or outcome invalidated) that none of the successors of
+    their cause, the predecessors of their outcome and the explanation of their entity returns as current."""
     stale = [link for link in fixture.truth.causal if link.stale is not None]
     rejected = 0
     for link in stale:
         explained = events[link.session][link.explained_key]
         forward = await _walk(memory, link.session, link.cause_names, "successors", 1)
         backward = await _walk(memory, link.session, (link.effect_name,), "predecessors", 1)
-        rejected += not (_found(forward, explained) or _found(backward, explained))
-    return round(rejected / len(stale), 4) if stale else None
+        name, kind = link.about
+        why = await memory.causal_explain(
+            CausalExplainRequest(session=link.session, name=name, entity_type=kind, depth=1)
+        )
+        current = any(_cites(step, explained) and step.valid_to is None for step in why.steps)
+        rejected += not (current or _found(forward, explained) or _found(backward, explained))
+    return _ratio(rejected, len(stale))
 
 
 # ---- entity resolution -------------------------------------------------------------------------------

@@ -52,12 +52,12 @@ ENTITY_GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("service", "keeps the ledger", ("ledger mirror", "Ledger-Mirror", "ledger mirrors")),
 )
 # Near misses: distinct entities whose names are close to a group's; each is its own entity.
-NEAR_MISSES: tuple[tuple[str, str, str], ...] = (
-    ("service", "auth server", "runs the legacy SSO pages"),
-    ("service", "order service", "takes orders"),
-    ("cluster", "redis cluster", "shards the rate limits"),
-    ("service", "search indexer", "builds the search index nightly"),
-    ("service", "billing ui", "shows invoices"),
+NEAR_MISSES: tuple[tuple[str, str, str, int], ...] = (  # type, name, summary, the group it looks like
+    ("service", "auth server", "runs the legacy SSO pages", 0),
+    ("service", "order service", "takes orders", 8),
+    ("cache", "redis cluster cache", "shards the rate limits", 7),
+    ("service", "search indexer", "builds the search index nightly", 6),
+    ("service", "billing ui", "shows invoices", 1),
 )
 DEPENDENCIES = ("postgres", "redis", "kafka", "s3", "vault", "elasticsearch", "rabbitmq", "consul")
 SHARED_FACTS = (
@@ -135,6 +135,8 @@ class CausalLink:
     a decision is), then its title (an entity named by the text); an outcome's own text."""
     effect_name: str
     chain: int
+    about: tuple[str, str]
+    """(name, entity type) of the entity the chain is about (what "why did X happen" names)."""
     stale: Stale | None = None
 
 
@@ -222,8 +224,11 @@ def _close(a: str, b: str) -> bool:
 
 def _entities(script: Script, number: int, rng: random.Random, truth: Truth) -> None:
     """Two or three entity groups in their session's spellings, sometimes two spellings in one session;
-    a near miss in every other session."""
+    in every other session a near miss, next to the entity it looks like."""
     groups = rng.sample(range(len(ENTITY_GROUPS)), 3 if number % 2 else 2)
+    near = NEAR_MISSES[(number // 2) % len(NEAR_MISSES)]
+    if number % 2 == 0 and near[3] not in groups:
+        groups[0] = near[3]
     entities: list[Payload] = []
     for g in groups:
         kind, summary, names = ENTITY_GROUPS[g]
@@ -232,7 +237,7 @@ def _entities(script: Script, number: int, rng: random.Random, truth: Truth) -> 
             truth.name(script.session, kind, name, names[0])
             entities.append({"name": name, "entity_type": kind, "summary": f"{name} {summary}"})
     if number % 2 == 0:
-        kind, name, summary = NEAR_MISSES[(number // 2) % len(NEAR_MISSES)]
+        kind, name, summary, _ = near
         entities.append({"name": name, "entity_type": kind, "summary": summary})
         truth.name(script.session, kind, name, name)
     script.add("entities", "memory.fact.asserted", {"entities": entities})
@@ -281,7 +286,8 @@ def _chains(script: Script, number: int, rng: random.Random, truth: Truth) -> No
             line = names[i - 1] if rng.random() < 0.5 else shorthand(names[i - 1])
             script.add(keys[i], "outcome.explained", _explained(names[i], line, keys[i - 1], taxonomy, about))
             cause = (decision_id, decision) if i == 1 else (names[i - 1],)
-            truth.causal.append(CausalLink(script.session, keys[i - 1], keys[i], cause, names[i], chain))
+            link = CausalLink(script.session, keys[i - 1], keys[i], cause, names[i], chain, (svc, kind))
+            truth.causal.append(link)
 
 
 def shorthand(text: str) -> str:
@@ -340,7 +346,14 @@ def _stale(script: Script, number: int, rng: random.Random, truth: Truth) -> Non
         "stale-outcome", "outcome.explained", _explained(effect, decision, "stale-decision", "caused", about)
     )
     link = CausalLink(
-        script.session, "stale-decision", "stale-outcome", (decision_id, decision), effect, 9, stale
+        script.session,
+        "stale-decision",
+        "stale-outcome",
+        (decision_id, decision),
+        effect,
+        9,
+        (svc, kind),
+        stale,
     )
     truth.causal.append(link)
     del rng
