@@ -55,15 +55,13 @@ class CausalProducer:
         """`context` is the plug-in context the entry-point loader passes; this producer needs nothing."""
 
     async def process(self, event: Event, log: LogView) -> list[DerivedEvent]:
-        """Read the cited cause event, then derive; nothing when it is not in the log with that hash."""
+        """Read the cited cause event, then derive. When it is not in the log with that hash the edge is
+        still derived, unattached, and the runtime refuses to emit it (its `requires` do not hold)."""
         explained = _cited(event)
         if explained is None:
             return []
         assert explained.cause_event_seq is not None
-        cause = await log.event(event.session, explained.cause_event_seq)
-        if cause is None or cause.hash != explained.cause_event_hash:
-            return []
-        return self.derive(event, cause)
+        return self.derive(event, await log.event(event.session, explained.cause_event_seq))
 
     def derive(self, event: Event, cause: Event | None = None) -> list[DerivedEvent]:
         """The edge `event` explains; its cause end is the entity `cause` (the cited event) is about."""

@@ -54,15 +54,13 @@ class DecisionCitationProducer:
         """`context` is the plug-in context the entry-point loader passes; this producer needs nothing."""
 
     async def process(self, event: Event, log: LogView) -> list[DerivedEvent]:
-        """Read the cited decision event, then derive; nothing when it is not in the log with that hash."""
+        """Read the cited decision event, then derive. When it is not in the log with that hash the edge is
+        still derived, and the runtime refuses to emit it (its `requires` do not hold)."""
         task = _cited(event)
         if task is None:
             return []
         assert task.decision_event_seq is not None
-        decision = await log.event(event.session, task.decision_event_seq)
-        if decision is None or decision.hash != task.decision_event_hash:
-            return []
-        return self.derive(event, decision)
+        return self.derive(event, await log.event(event.session, task.decision_event_seq))
 
     def derive(self, event: Event, decision: Event | None = None) -> list[DerivedEvent]:
         """The edge `event` claims; it targets the decision entity when `decision` is the cited
