@@ -1,17 +1,20 @@
 """Derived memory you can trust, measured on a generated fixture; prints one JSON object (progress on stderr).
 
 For each graph backend (LadybugDB embedded, Neo4j), on a real embedded nats-server:
-  1. the node's workers start as `eventloom up` starts them: every enabled producer on one shared consumer
+  1. the node's workers start as `eventloom up` starts them: the built-in producers on one shared consumer
      (`gateway.workers.producer_runner`), and the graph, keyword, vector and inferred projectors;
   2. the fixture (bench/derived_fixture.py: causal chains, stale distractors, repeated claims and procedures,
-     episodes, entity name variants) is appended, and everything runs until the log and every consumer are
-     quiet; then, as reviewers and agents would, stale edges are contradicted, stale outcomes invalidated and
-     candidates reviewed, and everything runs until quiet again;
-  3. measured, through the same reads as the CLI and MCP (`LocalMemory`): causal recall of the true links
-     (successors from each chain's head, predecessors from its tail), stale distractors not returned,
-     citation fidelity of every candidate and derived edge in the log (bench/derived_fidelity.py says what
-     "says what is claimed" means for each kind), entity-resolution precision and recall against the
-     fixture's spellings, and pending or rejected candidates found among a checkout's facts.
+     episodes, entity name variants and near misses) is appended, and everything runs until the log and
+     every consumer are quiet; then, as reviewers and agents would, stale edges are contradicted, stale
+     outcomes invalidated and candidates reviewed (`gateway.consolidation.review`, which promotes what it
+     accepts), and everything runs until quiet again;
+  3. measured through the reads the CLI and MCP tools use (`LocalMemory`, bench/derived_checks.py): causal
+     recall of the true links by successors, predecessors, explain and path; stale distractors not returned
+     as current; citation fidelity of every candidate and derived edge in the log (bench/derived_fidelity.py
+     says what "says what is claimed" means for each kind); entity-resolution precision and recall against
+     the fixture's spellings; pending, deferred or rejected candidates found among a checkout's facts.
+`seconds`: `append` (the fixture), `derive_and_project` (from the last append until quiet),
+`second_phase` (contradictions, invalidations and reviews until quiet), `measure` (every read above).
 Neo4j comes from `NEO4J_URI`, else is provisioned as the tests do (`--backend ladybug` skips it).
 Top-level metrics are the worst over the backends measured; each backend's own are under `backends`.
 """
@@ -227,11 +230,14 @@ async def measure_backend(
         seconds["derive_and_project"] = await workers.quiet(args.quiet_s, args.timeout_s)
         index = await LogIndex.read(log)
         before = await stale_rejected(workers.live.memory(), fixture, events)
+        started = time.perf_counter()
         reviewed = await second_phase(log, workers.live.memory(), fixture, events, index)
-        seconds["second_phase"] = await workers.quiet(args.quiet_s, args.timeout_s)
+        await workers.quiet(args.quiet_s, args.timeout_s)
+        seconds["second_phase"] = time.perf_counter() - started - args.quiet_s
         index = await LogIndex.read(log)
         started = time.perf_counter()
         memory = workers.live.memory()
+        console.print(f"measuring: causal reads, citations, same_as, {len(index.candidates())} checkouts")
         recall = await causal_recall(memory, fixture, events)
         stale = await stale_rejected(memory, fixture, events)
         fidelity = citation_fidelity(index, fixture, events)
