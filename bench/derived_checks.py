@@ -15,6 +15,8 @@ from readmodels.query.local import LocalMemory
 from readmodels.retrieval.causal_chains import CausalChain, CausalRequest, CausalStep
 from readmodels.retrieval.causal_reads import CausalExplainRequest, CausalPathRequest
 
+MEMORY_TYPES = frozenset({"episode", "claim", "procedure"})
+
 # ---- causal reads ------------------------------------------------------------------------------------
 
 
@@ -172,6 +174,7 @@ async def candidate_checkouts(memory: LocalMemory, index: LogIndex) -> dict[str,
     own_event = {(c.session, c.seq): c for c in unpromoted}
     as_facts: dict[str, dict[str, str]] = {}
     shown_as_proposed: set[str] = set()
+    promoted_facts: set[str] = set()
     facts_seen = 0
     for candidate in candidates:
         request = CheckoutRequest(
@@ -183,6 +186,9 @@ async def candidate_checkouts(memory: LocalMemory, index: LogIndex) -> dict[str,
             if item.kind == "proposed" and norm(item.about) in names:
                 shown_as_proposed.add(str(names[norm(item.about)].payload["candidate_id"]))
         as_facts |= _candidates_among_facts(checkout, names, own_event, promoted)
+        promoted_facts |= {
+            f.entity for f in checkout.facts if f.entity in promoted and f.type in MEMORY_TYPES
+        }
     for candidate_id, shown in as_facts.items():
         shown["status"] = verdicts.get(candidate_id, "pending")
     statuses = [verdicts.get(str(c.payload["candidate_id"]), "pending") for c in candidates]
@@ -194,6 +200,7 @@ async def candidate_checkouts(memory: LocalMemory, index: LogIndex) -> dict[str,
         "candidates_shown_as_proposed": len(shown_as_proposed),
         "statuses": _count(statuses),
         "promoted": len(promoted),
+        "promoted_among_facts": len(promoted_facts),  # the control: promoted memory does answer as a fact
     }
 
 

@@ -36,6 +36,7 @@ def test_derived_benchmark_reports_every_key_with_faithful_citations_and_no_cand
     ladybug = backends["ladybug"]
     assert ladybug["candidates"] > 0 and ladybug["causal_edges"] > 0 and ladybug["same_as_proposed"] > 0
     assert ladybug["checkouts"]["checkouts"] == ladybug["candidates"]
+    assert ladybug["checkouts"]["promoted_among_facts"] > 0  # the control: facts are there to be seen
     assert ladybug["dead_letters"] == 0
     for key in KEYS[:6]:
         value = report[key]
