@@ -71,7 +71,11 @@ EXPECTED: dict[str, set[str]] = {
         "relation task:task-17 -assigned_to-> agent:claude-code",
     },
     "task.completed": {"entity task:task-17"},
-    "decision.made": {"entity decision:dec-9", "relation decision:dec-9 -decided_for-> task:task-17"},
+    "decision.made": {
+        "entity decision:dec-9",
+        "relation decision:dec-9 -decided_for-> task:task-17",
+        "relation decision:dec-9 -concerns-> component:ledger mirror",
+    },
     "issue.diagnosed": {"entity issue:issue-4", "relation issue:issue-4 -found_in-> task:task-17"},
     "verification.recorded": {
         "entity verification:tests/test_ledger_crash.py",
@@ -139,13 +143,14 @@ EXPECTED: dict[str, set[str]] = {
     "inference.edge.contradicted": set(),
     "inference.edge.retracted": {"retract ledger mirror -affected_by-> issue-4"},
     "causal.edge.generated": {
-        "inferred cause:file.edit.applied eventloom/ledger/mirror.py (truncate torn tail) -causal_fixed-> "
-        "outcome:pytest tests/test_ledger_crash.py passes"
+        "inferred decision:dec-9 -causal_fixed-> outcome:pytest tests/test_ledger_crash.py passes"
     },
     "outcome.explained": {
         "entity outcome:Ledger verification failed after the crash test",
         "relation outcome:Ledger verification failed after the crash test -explained_by-> "
         "cause:Unsynced final write in the ledger mirror",
+        "relation outcome:Ledger verification failed after the crash test -concerns-> "
+        "component:ledger mirror",
     },
 }
 
