@@ -3,8 +3,9 @@
 Inferred and causal edges keep their whole audit trail on the edge: confidence, method, evidence (event
 hashes and seqs, citations, quotes), the event they were derived from, the review status (a reviewer's
 re-assertion of an inferred edge as `accepted` versions the edge: the proposed one closes, the accepted one
-opens), and for causal edges the authority status. A contradiction is recorded on the spine only; it is the retraction a producer derives
-from it that closes the edge.
+opens), and for causal edges the authority status. A contradiction is recorded on the spine only; it is
+the retraction a producer derives from it that closes the edge. A causal edge ends at the entities its
+payload names (`cause_entity`, `effect_entity`), and an explained outcome `concerns` what it is `about`.
 """
 
 from __future__ import annotations
