@@ -16,7 +16,9 @@ For each graph backend (LadybugDB embedded, Neo4j), on a real embedded nats-serv
 `seconds`: `append` (the fixture), `derive_and_project` (from the last append until quiet),
 `second_phase` (contradictions, invalidations and reviews until quiet), `measure` (every read above).
 Neo4j comes from `NEO4J_URI`, else is provisioned as the tests do (`--backend ladybug` skips it).
-Top-level metrics are the worst over the backends measured; each backend's own are under `backends`.
+Top-level metrics are the worst over the backends measured; each backend's own are under `backends`; a
+backend that could not be had is named in `not_measured` with the reason (its metrics left out). A metric
+that could not be measured is null with `<key>_reason`.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from gateway.memory_role import LiveReadModels
 from gateway.workers import enabled_producers, producer_runner, projector_runner
 from projectors.plugins import PRODUCERS_GROUP, available
 from projectors.runner import ProjectorRunner
+from readmodels.neo4j.local import Neo4jUnavailable
 from readmodels.query.local import LocalMemory
 
 PROJECTORS = ("graph", "keyword", "vector", "inferred")
@@ -272,7 +275,7 @@ async def measure_backend(
         "dead_letter_reasons": sorted({letter.error[:160] for letter in letters})[:5],
         "seconds": {k: round(v, 2) for k, v in seconds.items()},
     }
-    return result
+    return with_reasons(result)
 
 
 def worst(backends: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -293,8 +296,30 @@ def worst(backends: dict[str, dict[str, Any]]) -> dict[str, Any]:
     ]
     top["pending_candidates_as_facts"] = max(counts) if counts else None
     for key in ("candidates", "causal_edges", "same_as_proposed"):
-        top[key] = min((b[key] for b in backends.values()), default=None)
+        top[key] = min((b[key] for b in backends.values() if key in b), default=None)
     return top
+
+
+REASONS = {
+    "causal_recall_successors": "the fixture has no causal chain (more --sessions)",
+    "causal_recall_predecessors": "the fixture has no causal chain (more --sessions)",
+    "causal_recall_explain": "the fixture has no causal chain (more --sessions)",
+    "causal_path_found": "the fixture has no causal chain (more --sessions)",
+    "stale_causal_rejected": "the fixture has no stale distractor",
+    "citation_fidelity": "no candidate or derived edge in the log: did the producers run?",
+    "entity_resolution_precision": "no same_as proposed",
+    "entity_resolution_recall": "the fixture has no two spellings of one entity in a session",
+}
+
+
+def with_reasons(result: dict[str, Any]) -> dict[str, Any]:
+    """A metric that could not be measured is null, with `<key>_reason` saying why."""
+    if not result["candidates"]:
+        result = result | {
+            "pending_candidates_as_facts": None,
+            "pending_candidates_as_facts_reason": "no candidate proposed: nothing could reach the facts",
+        }
+    return result | {f"{key}_reason": REASONS[key] for key in METRICS if result.get(key) is None}
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
@@ -303,7 +328,11 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     fixture = generate(args.sessions, args.seed)
     backends: dict[str, dict[str, Any]] = {}
     for name in names:
-        backends[name] = await run_backend(name, args, fixture)
+        try:
+            backends[name] = await run_backend(name, args, fixture)
+        except Neo4jUnavailable as exc:
+            console.print(f"[yellow]{name}: not measured: {exc}[/]")
+            backends[name] = {"unavailable": str(exc)}
     return {
         "benchmark": "derived",
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -311,6 +340,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "sessions": len(fixture.scripts),
         "seed": args.seed,
         **worst(backends),
+        "not_measured": {name: b["unavailable"] for name, b in backends.items() if "unavailable" in b},
         "seconds": round(time.perf_counter() - started, 1),
         "backends": backends,
         "machine": machine(server_binary_version()),
