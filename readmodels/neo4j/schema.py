@@ -9,7 +9,11 @@ missing and waits for the new indexes to come online.
 
 from __future__ import annotations
 
+import asyncio
+import random
 from typing import Final
+
+from neo4j.exceptions import Neo4jError
 
 from readmodels.graph.cypher.io import ExecuteAsync
 from readmodels.graph.migrations import applied_at, missing, plan_of
@@ -20,6 +24,18 @@ DEFAULT_VECTOR_DIMENSIONS: Final = 384
 MAX_VECTOR_DIMENSIONS: Final = 4096
 """Neo4j 5.26's limit for a vector index."""
 INDEX_WAIT_S: Final = 300
+SCHEMA_ATTEMPTS: Final = 10
+_ALREADY_THERE: Final = frozenset(
+    {
+        "Neo.ClientError.Schema.EquivalentSchemaRuleAlreadyExists",
+        "Neo.ClientError.Schema.ConstraintAlreadyExists",
+        "Neo.ClientError.Schema.IndexAlreadyExists",
+    }
+)
+"""What a statement `IF NOT EXISTS` may still raise when another opener created the same object a moment
+before: the object is there, as asked."""
+_RACED: Final = frozenset({"Neo.ClientError.Schema.ConstraintValidationFailed"})
+"""Two openers `MERGE` the same `Migration` node: the loser's next try finds it."""
 
 _UNIQUE: Final = (
     ("migration_name", "(m:Migration)", "m.name"),
@@ -164,8 +180,9 @@ async def apply_migrations(execute: ExecuteAsync, plan: list[PlannedMigration]) 
     todo = missing(plan, await applied_migrations(execute))
     for migration in todo:
         for statement in migration.statements:
-            await execute(statement, {})
-        await execute(
+            await _concurrently_safe(execute, statement, {})
+        await _concurrently_safe(
+            execute,
             "MERGE (m:Migration {name: $name}) SET m.checksum = $checksum, m.statements = $count, "
             "m.applied_at = $at",
             {
@@ -178,3 +195,22 @@ async def apply_migrations(execute: ExecuteAsync, plan: list[PlannedMigration]) 
     if todo:
         await execute("CALL db.awaitIndexes($seconds)", {"seconds": INDEX_WAIT_S})
     return [migration.name for migration in todo]
+
+
+async def _concurrently_safe(execute: ExecuteAsync, statement: str, params: dict[str, object]) -> None:
+    """Run one schema statement while other processes may run the same ones.
+
+    A node opens its graph, keyword and vector stores at once, each applying the shared schema: Neo4j then
+    reports deadlocks between the schema transactions, or that an object another opener just created exists.
+    A deadlock is retried after a random pause (so the openers fall out of step); "it exists" is success.
+    """
+    for attempt in range(1, SCHEMA_ATTEMPTS + 1):
+        try:
+            await execute(statement, dict(params))
+            return
+        except Neo4jError as exc:
+            if exc.code in _ALREADY_THERE:
+                return
+            if attempt == SCHEMA_ATTEMPTS or not (exc.is_retryable() or exc.code in _RACED):
+                raise
+        await asyncio.sleep(random.uniform(0.05, 0.25) * attempt)
