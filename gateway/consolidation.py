@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
@@ -138,6 +139,27 @@ async def find(memory: MemoryService, candidate_id: str, session: str | None) ->
     return lookup.found
 
 
+@dataclass(frozen=True)
+class _Act:
+    """Who appends a review's events, and where: the same for every event one review appends."""
+
+    log: EventLog
+    session: str
+    actor: str
+    principal: str | None
+
+    async def append(self, event_type: str, payload: dict[str, Any], cause: str, key: str) -> Event:
+        return await self.log.append(
+            self.session,
+            event_type,
+            self.actor,
+            payload,
+            caused_by=[cause],
+            idempotency_key=key,
+            principal=self.principal,
+        )
+
+
 async def review(
     log: EventLog,
     memory: MemoryService,
@@ -157,64 +179,31 @@ async def review(
     if not rationale.strip():
         raise EventValidationError("rationale", "required: say why")
     found = await find(memory, candidate_id, session)
+    act = _Act(log, found.session, actor, principal)
+    verdict = {
+        "candidate_id": candidate_id,
+        "decision": decision,
+        "reviewer": reviewer,
+        "rationale": rationale,
+    }
     if found.kind == "same_as":
-        return await _review_edge(log, found, decision, rationale, reviewer, actor, principal)
-    if found.status == "legacy_uncited":
-        raise EventValidationError(
-            "candidate_id",
-            f"{candidate_id!r} is a legacy (version 1) candidate that cites no events; it cannot be "
-            "reviewed or promoted (propose a cited one instead)",
-        )
-    if found.status == "promoted":
-        raise EventValidationError(
-            "candidate_id", f"{candidate_id!r} is already promoted; retract the promotion first"
-        )
+        return await _review_edge(act, found, verdict)
+    _check_reviewable(found)
     cited = found.candidate_event
     proposing = await _cited_event(log, "candidate_event", cited.session, cited.seq, cited.hash)
     created = decode_payload(proposing.type, proposing.payload)
     if not isinstance(created, ConsolidationCandidateCreated):
         raise EventValidationError("candidate_id", f"{candidate_id!r} was not proposed with cited sources")
-    payload: dict[str, Any] = {
-        "candidate_id": candidate_id,
-        "decision": decision,
-        "reviewer": reviewer,
-        "rationale": rationale,
-        "candidate_event": _source(cited),
-    }
+    payload: dict[str, Any] = verdict | {"candidate_event": _source(cited)}
     if conflicts_with:
         payload["conflicts_with"] = list(conflicts_with)
-    state = len(found.history)
-    reviewed = await log.append(
-        found.session,
-        "consolidation.candidate.reviewed",
-        actor,
-        payload,
-        caused_by=[proposing.hash],
-        idempotency_key=_key("review", candidate_id, state, decision, reviewer, rationale),
-        principal=principal,
-    )
+    key = _key("review", candidate_id, len(found.history), decision, reviewer, rationale)
+    reviewed = await act.append("consolidation.candidate.reviewed", payload, proposing.hash, key)
     events = [reviewed]
     if decision == "accepted":
-        content = msgspec.to_builtins(created)
-        promoted = {name: content[name] for name in PROMOTED_FIELDS if content.get(name)}
-        if created.relations:
-            promoted["relations"] = content["relations"]
-        promoted |= {
-            "candidate_event": _source(cited),
-            "review_event": {"session": reviewed.session, "seq": reviewed.seq, "hash": reviewed.hash},
-            "promoted_by": reviewer,
-        }
-        events.append(
-            await log.append(
-                found.session,
-                "consolidation.candidate.promoted",
-                actor,
-                promoted,
-                caused_by=[reviewed.hash],
-                idempotency_key=_key("promote", candidate_id, reviewed.hash),
-                principal=principal,
-            )
-        )
+        promoted = _promotion(created, cited, reviewed, reviewer)
+        key = _key("promote", candidate_id, reviewed.hash)
+        events.append(await act.append("consolidation.candidate.promoted", promoted, reviewed.hash, key))
     return Outcome(
         candidate_id=candidate_id,
         session=found.session,
@@ -224,58 +213,60 @@ async def review(
     )
 
 
-async def _review_edge(
-    log: EventLog,
-    found: Candidate,
-    decision: str,
-    rationale: str,
-    reviewer: str,
-    actor: str,
-    principal: str | None,
-) -> Outcome:
-    edge_id = found.candidate_id
+def _check_reviewable(found: Candidate) -> None:
+    if found.status == "legacy_uncited":
+        raise EventValidationError(
+            "candidate_id",
+            f"{found.candidate_id!r} is a legacy (version 1) candidate that cites no events; it cannot be "
+            "reviewed or promoted (propose a cited one instead)",
+        )
+    if found.status == "promoted":
+        raise EventValidationError(
+            "candidate_id", f"{found.candidate_id!r} is already promoted; retract the promotion first"
+        )
+
+
+def _promotion(
+    created: ConsolidationCandidateCreated, cited: Citation, reviewed: Event, reviewer: str
+) -> dict[str, Any]:
+    """The promotion's payload: the candidate's own content and citations, the two events it rests on."""
+    content = msgspec.to_builtins(created)
+    promoted = {name: content[name] for name in PROMOTED_FIELDS if content.get(name)}
+    if created.relations:
+        promoted["relations"] = content["relations"]
+    return promoted | {
+        "candidate_event": _source(cited),
+        "review_event": {"session": reviewed.session, "seq": reviewed.seq, "hash": reviewed.hash},
+        "promoted_by": reviewer,
+    }
+
+
+async def _review_edge(act: _Act, found: Candidate, verdict: dict[str, Any]) -> Outcome:
+    """A verdict on a proposed `same_as` edge: accepted re-asserts it as accepted, rejected retracts it."""
+    edge_id, decision = found.candidate_id, verdict["decision"]
     if found.status != "proposed":
         raise EventValidationError(
             "candidate_id", f"same_as edge {edge_id!r} is {found.status}, not proposed"
         )
     cited = found.candidate_event
-    generating = await _cited_event(log, "candidate_event", cited.session, cited.seq, cited.hash)
-    payload = {
-        "candidate_id": edge_id,
-        "decision": decision,
-        "reviewer": reviewer,
-        "rationale": rationale,
-        "candidate_event": _source(cited),
-    }
-    reviewed = await log.append(
-        found.session,
-        "consolidation.candidate.reviewed",
-        actor,
-        payload,
-        caused_by=[generating.hash],
-        idempotency_key=_key("review", edge_id, cited.hash, decision, reviewer, rationale),
-        principal=principal,
-    )
+    generating = await _cited_event(act.log, "candidate_event", cited.session, cited.seq, cited.hash)
+    key = _key("review", edge_id, cited.hash, decision, verdict["reviewer"], verdict["rationale"])
+    payload = verdict | {"candidate_event": _source(cited)}
+    reviewed = await act.append("consolidation.candidate.reviewed", payload, generating.hash, key)
     events = [reviewed]
     follow: tuple[str, dict[str, Any]] | None = None
     if decision == "accepted":
         follow = ("inference.edge.generated", {**generating.payload, "review_status": "accepted"})
     elif decision == "rejected":
-        retracted = {"edge_id": edge_id, "reason": rationale, "retracted_by_event_hash": reviewed.hash}
-        follow = ("inference.edge.retracted", retracted)
+        reason = verdict["rationale"]
+        follow = (
+            "inference.edge.retracted",
+            {"edge_id": edge_id, "reason": reason, "retracted_by_event_hash": reviewed.hash},
+        )
     if follow is not None:
         event_type, body = follow
-        events.append(
-            await log.append(
-                found.session,
-                event_type,
-                actor,
-                body,
-                caused_by=[reviewed.hash],
-                idempotency_key=_key("same_as", edge_id, event_type, reviewed.hash),
-                principal=principal,
-            )
-        )
+        key = _key("same_as", edge_id, event_type, reviewed.hash)
+        events.append(await act.append(event_type, body, reviewed.hash, key))
     action = {"accepted": "accepted", "rejected": "retracted"}.get(decision, decision)
     return Outcome(
         candidate_id=edge_id,
