@@ -81,6 +81,12 @@ def _source(cited: Citation) -> dict[str, Any]:
     return {"session": cited.session, "seq": cited.seq, "hash": cited.hash}
 
 
+def proposed_candidate_id(title: str, sources: Sequence[dict[str, Any]]) -> str:
+    """The id of a candidate a person or an agent proposes without one: from its title and citations."""
+    cited = ",".join(f"{s['session']}:{s['seq']}:{s['hash']}" for s in sources)
+    return "cand-" + hashlib.sha256(f"{title}\x1f{cited}".encode()).hexdigest()[:16]
+
+
 def _key(*parts: object) -> str:
     """An idempotency key: readable prefix, then a digest of everything that makes the act the same."""
     digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()[:32]

@@ -6,7 +6,6 @@ the OS user who runs the command, who is also the reviewer recorded unless `--re
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
@@ -268,9 +267,8 @@ def _proposal(
         if not name or not entity_type:
             fail(f"invalid input: --about[{index}]: expected NAME:TYPE, got {text!r}", EXIT_INVALID)
         subjects.append({"name": name, "entity_type": entity_type})
-    digest = hashlib.sha256(f"{title}\x1f{','.join(sources)}".encode()).hexdigest()[:16]
     payload: dict[str, Any] = {
-        "candidate_id": candidate_id or f"cand-{digest}",
+        "candidate_id": candidate_id or consolidation.proposed_candidate_id(title, cited),
         "candidate_type": candidate_type,
         "title": title,
         "summary": summary,
@@ -279,7 +277,7 @@ def _proposal(
         "method": method,
         "purpose": purpose,
         "about": subjects,
-        "summary_by": "extractive",
+        "summary_by": "agent",  # whoever proposes wrote title and summary
     }
     if candidate_type not in CANDIDATE_TYPES:
         fail(f"invalid input: --type: expected one of {', '.join(CANDIDATE_TYPES)}", EXIT_INVALID)

@@ -6,7 +6,6 @@ Both call `gateway.consolidation`, as the CLI does. The server refuses `memory_c
 
 from __future__ import annotations
 
-import hashlib
 from typing import Annotated, Any, Final, Literal
 
 import msgspec
@@ -38,11 +37,6 @@ class SourceEventArg(BaseModel):
 class SubjectArg(BaseModel):
     name: Name
     entity_type: SnakeCase
-
-
-def _candidate_id(title: str, sources: list[SourceEventArg]) -> str:
-    cited = ",".join(f"{s.session}:{s.seq}:{s.hash}" for s in sources)
-    return "cand-" + hashlib.sha256(f"{title}\x1f{cited}".encode()).hexdigest()[:16]
 
 
 def register_consolidation_tools(server: MCPServer, backend: Backend) -> None:
@@ -106,7 +100,8 @@ def register_consolidation_tools(server: MCPServer, backend: Backend) -> None:
             raise ToolFailure("invalid_input", f"{missing[0]}: required to propose a candidate")
         assert session is not None and title is not None
         payload = {
-            "candidate_id": candidate_id or _candidate_id(title, source_events),
+            "candidate_id": candidate_id
+            or consolidation.proposed_candidate_id(title, [s.model_dump() for s in source_events]),
             "candidate_type": candidate_type,
             "title": title,
             "summary": summary,
@@ -115,7 +110,7 @@ def register_consolidation_tools(server: MCPServer, backend: Backend) -> None:
             "method": method,
             "purpose": purpose,
             "about": [a.model_dump() for a in about],
-            "summary_by": "extractive",
+            "summary_by": "agent",  # the proposing agent wrote title and summary
         }
         caller = current_caller()
         outcome = await consolidation.propose(
