@@ -325,7 +325,13 @@ def names_from_env_reads() -> set[str]:
 
 def known_names() -> set[str]:
     everything = Settings(
-        nats_url="nats://x:4222", graph_backend="neo4j", neo4j_uri="bolt://x:7687", nats_user="x"
+        nats_url="nats://x:4222",
+        graph_backend="neo4j",
+        neo4j_uri="bolt://x:7687",
+        nats_user="x",
+        llm_base_url="http://127.0.0.1:8000/v1",
+        llm_model="m",
+        llm_api_key_env="KEY",
     )
     return set(everything.to_env())
 
