@@ -23,6 +23,7 @@ from nats.aio.msg import Msg
 
 from eventloom.bus.consumer import ConsumerSpec, DurableConsumer
 from eventloom.bus.stream import StreamLayout
+from eventloom.citations import UNCITED
 from eventloom.dlq import DeadLetter, dead_letter, forget_dead_letter, list_dead_letters, take_retry_requests
 from eventloom.errors import ReadModelBrokenError, ReadModelUnavailableError
 from eventloom.event import Event, decode_event
@@ -238,7 +239,10 @@ class ProjectorRunner:
         self.stats.last_refusal = f"{item.event.session}#{item.event.seq}: {reason}"
         stream_seq = item.message.metadata.sequence.stream
         log.warning("%s: refused stream seq %s: %s", self.consumer, stream_seq, reason)
-        await self._dead_letter(item.message, None, reason, session=item.event.session)
+        # An event refused for what it cites is genuine (signed, chained): its seq is known, so the
+        # session's later events go on past it. An unverified one's seq is not to be believed.
+        genuine = item.event if reason.startswith(UNCITED) else None
+        await self._dead_letter(item.message, genuine, reason, session=item.event.session)
 
     async def _follow_swap(self) -> None:
         """After `eventloom rebuild` swapped in a new generation: reopen on it and continue where it ends."""
@@ -266,6 +270,10 @@ class ProjectorRunner:
         self._next_retry_check = now + self.options.retry_check_s
         for stream_seq in await take_retry_requests(self._client, self.consumer):
             event = (await event_at(self._client, self._layout, stream_seq)).event
+            (refusal,) = await self._verifier.verify([event])
+            if refusal is not None:  # a retry is for a read model that failed, never for a refused event
+                log.warning("%s: not retrying stream seq %s: %s", self.consumer, stream_seq, refusal)
+                continue
             applied = await self._with_store(lambda e=event: self.projector.applied_seqs([e.session]))  # type: ignore[misc]
             if event.seq > applied.get(event.session, 0):
                 try:

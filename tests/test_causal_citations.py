@@ -30,7 +30,7 @@ from readmodels.embedded.graph_store import LadybugGraphStore
 from readmodels.graph.protocol import GraphStore
 from readmodels.neo4j.graph_store import Neo4jGraphStore
 from tests.conftest import run_cli
-from tests.runtime_support import drained, running
+from tests.runtime_support import FAST, drained, running
 from tests.test_graph_support import dump
 from tests.test_ledger import caught_up, running_mirror
 
@@ -119,6 +119,22 @@ async def test_the_graph_projector_refuses_edges_citing_nothing_real(
     assert tail.returncode == 0, tail.stderr
     printed = [json.loads(line) for line in tail.stdout.splitlines() if line.strip()]
     assert [e["seq"] for e in printed][-2:] == [story["legacy"].seq, story["bare"].seq]
+
+
+async def test_events_after_a_refused_one_are_applied_even_one_batch_at_a_time(
+    log: EventLog, settings: Settings
+) -> None:
+    """An event refused for its citations is genuine: the session goes on past it, in any batching."""
+    story = await uncited_story(log)
+    after = await log.append(SESSION, "decision.made", "agent:a", {"decision_id": "d2", "title": "Later"})
+    store = LadybugGraphStore(settings.data_dir / "one-by-one" / "graph.lbug")
+    one_at_a_time = dataclasses.replace(FAST, batch=1)
+    projector = GraphProjector(store)
+    async with running(log, projector, options=one_at_a_time) as runner:
+        await drained(log, runner.consumer)
+        assert await projected_causes(store) == {"good", "legacy"}
+        assert (await projector.applied_seqs([SESSION]))[SESSION] == after.seq
+        assert story["decision"].seq < after.seq
 
 
 async def test_a_rebuild_refuses_what_the_live_projector_refused(
