@@ -20,6 +20,7 @@ from projectors.producers.entity_resolution import (
     same_as_id,
 )
 from projectors.protocol import ProducerState
+from tests.causal_support import MemoryState
 from tests.runtime_support import drained, running
 
 VARIANTS = [
@@ -62,25 +63,6 @@ def test_the_pair_id_does_not_depend_on_order() -> None:
     assert same_as_id("s", "service", "a", "b") == same_as_id("s", "service", "b", "a")
     assert same_as_id("s", "service", "a", "b") != same_as_id("s", "component", "a", "b")
     assert same_as_id("s", "service", "a", "b") != same_as_id("t", "service", "a", "b")
-
-
-class MemoryState:
-    """A `ProducerState` in a dict (the unit tests; the live ones use the KV bucket)."""
-
-    def __init__(self) -> None:
-        self.values: dict[str, bytes] = {}
-
-    async def get(self, key: str) -> bytes | None:
-        return self.values.get(key)
-
-    async def create(self, key: str, value: bytes) -> bool:
-        if key in self.values:
-            return False
-        self.values[key] = value
-        return True
-
-    async def put(self, key: str, value: bytes) -> None:
-        self.values[key] = value
 
 
 class StateOnly:

@@ -117,8 +117,9 @@ def neighbours(
     as_of: str | None,
     include_inferred: bool,
 ) -> Reading[list[Neighbour]]:
-    """`reads.neighbours`, seeing the named entity as one with the entities it is accepted `same_as`:
-    their edges are its edges (their neighbours come at depth 1) and they are not its neighbours."""
+    """The neighbours of the named entity (`reads.expand` from it), seen as one with the entities it is
+    accepted `same_as`: their edges are its edges (their neighbours come at depth 1), and they are not
+    its neighbours."""
     params: dict[str, Any] = {"session": session, "name": name}
     conditions = ["e.session = $session", "e.name = $name", window("e", as_of, params)]
     if entity_type is not None:

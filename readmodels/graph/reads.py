@@ -174,23 +174,6 @@ def relations(
     return [to_edge(row) for row in rows]
 
 
-def neighbours(
-    session: str,
-    name: str,
-    entity_type: str | None,
-    depth: int,
-    as_of: str | None,
-    include_inferred: bool,
-) -> Reading[list[Neighbour]]:
-    params: dict[str, Any] = {"session": session, "name": name}
-    conditions = ["e.session = $session", "e.name = $name", window("e", as_of, params)]
-    if entity_type is not None:
-        params["entity_type"] = entity_type
-        conditions.append("e.entity_type = $entity_type")
-    start = yield (f"MATCH (e:Entity) WHERE {' AND '.join(conditions)} RETURN e.uid AS uid", params)
-    return (yield from expand([row["uid"] for row in start], depth, as_of, include_inferred))
-
-
 def expand(
     uids: list[str], depth: int, as_of: str | None, include_inferred: bool, fanout: int | None = None
 ) -> Reading[list[Neighbour]]:
