@@ -14,7 +14,8 @@ from readmodels.graph.protocol import GraphStore
 from readmodels.retrieval.model import Query, QueryResult
 from readmodels.retrieval.retriever import ReadModels, Retriever
 from tests import test_graph_support as support
-from tests.test_entity_resolution import MemoryState, StateOnly
+from tests.causal_support import MemoryState
+from tests.test_entity_resolution import StateOnly
 from tests.test_graph_support import SessionLog, fact, project
 
 pytestmark = pytest.mark.anyio
