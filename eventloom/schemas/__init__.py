@@ -2,11 +2,21 @@
 
 from eventloom.schemas import catalogue as catalogue
 from eventloom.schemas.registry import (
+    EVENT_TYPES_GROUP,
     decode_payload,
     known_event_types,
+    load_plugin_event_types,
     register_event_type,
     schema_for,
     validate_payload,
 )
 
-__all__ = ["decode_payload", "known_event_types", "register_event_type", "schema_for", "validate_payload"]
+__all__ = [
+    "EVENT_TYPES_GROUP",
+    "decode_payload",
+    "known_event_types",
+    "load_plugin_event_types",
+    "register_event_type",
+    "schema_for",
+    "validate_payload",
+]

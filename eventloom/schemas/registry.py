@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+import threading
+from importlib.metadata import entry_points
+from typing import Any, Final
 
 import msgspec
 
 from eventloom.errors import EventValidationError
 from eventloom.event import TYPE_PATTERN
 
+EVENT_TYPES_GROUP: Final = "eventloom.event_types"
+"""Entry points of plug-in packs: each names a function of no arguments that registers its types."""
+
 _schemas: dict[str, type[msgspec.Struct]] = {}
+_plugins_loaded: list[bool] = []  # one element once the packs are loaded (a flag without `global`)
+_plugins_lock = threading.Lock()
 _legacy: dict[str, tuple[type[msgspec.Struct], ...]] = {}
 _PATH_IN_MESSAGE = re.compile(r" - at `\$(?P<path>[^`]*)`$")
 _MISSING_FIELD = re.compile(r"^Object missing required field `(?P<name>[^`]+)`")
@@ -39,8 +46,26 @@ def register_event_type(
     _legacy[event_type] = legacy
 
 
+def load_plugin_event_types() -> None:
+    """Register the event types of every installed pack (`eventloom.event_types`), once per process.
+
+    Called before any lookup, so a process validates a pack's events as soon as the pack is installed,
+    whether or not it imported the pack. A pack that fails to load is an error, not a silent gap.
+    """
+    if _plugins_loaded:
+        return
+    with _plugins_lock:
+        if _plugins_loaded:
+            return
+        _plugins_loaded.append(True)
+        for entry in entry_points(group=EVENT_TYPES_GROUP):
+            register = entry.load()
+            register()
+
+
 def schema_for(event_type: str) -> type[msgspec.Struct] | None:
     """The registered schema, or None for an unknown (opaque) type."""
+    load_plugin_event_types()
     return _schemas.get(event_type)
 
 
@@ -50,6 +75,7 @@ def decode_payload(event_type: str, payload: dict[str, Any]) -> msgspec.Struct:
     That is how a payload version is told apart: by the schema it fits (`isinstance` on the result). Raises
     `EventValidationError` (naming the current schema's complaint) when it fits none, and for an unknown type.
     """
+    load_plugin_event_types()
     schema = _schemas.get(event_type)
     if schema is None:
         raise EventValidationError("type", f"{event_type!r} is not a known event type")
@@ -63,11 +89,13 @@ def decode_payload(event_type: str, payload: dict[str, Any]) -> msgspec.Struct:
 
 
 def known_event_types() -> list[str]:
+    load_plugin_event_types()
     return sorted(_schemas)
 
 
 def validate_payload(event_type: str, payload: dict[str, Any]) -> None:
     """Check a known type's payload against its schema; unknown types pass as opaque objects."""
+    load_plugin_event_types()
     schema = _schemas.get(event_type)
     if schema is None:
         return
