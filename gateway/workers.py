@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from eventloom.keys import KeyStore
 from eventloom.log import EventLog
@@ -11,7 +12,9 @@ from gateway.memory_role import LiveReadModels
 from projectors.emitter import ProducerProjection
 from projectors.graph.projector import GraphProjector
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available, load_producer, load_projector
+from projectors.protocol import Answers, Projector
 from projectors.runner import ProjectorRunner, TroubleListener
+from readmodels.query.answers import serve_answers
 from readmodels.query.cypher_service import serve_cypher
 
 
@@ -44,29 +47,45 @@ async def run_projector(
     live: LiveReadModels | None = None,
     on_trouble: TroubleListener | None = None,
 ) -> None:
-    """Run a projector; a graph projector also answers read-only Cypher for the processes that ask.
+    """Run a projector; once its store is open, a graph projector also answers read-only Cypher for the
+    processes that ask, and a projector that `Answers` its questions (`eventloom.q.<name>.<question>`).
 
     With `live`, the projector's read model is also offered to this process's query service; `on_trouble`
     hears when its read model cannot be written (and when it can again)."""
     runner = projector_runner(log, name, partitions, on_trouble)
     if live is not None:
         live.add(runner)
-    projector = runner.projector
-    if not isinstance(projector, GraphProjector):
+    services = _services(log, runner.projector, stop)
+    if not services:
         await runner.run(stop)
         return
 
-    async def serve_once_open() -> None:  # a query before the store is open would only get an error
+    async def serve_once_open(serve: Callable[[], Awaitable[None]]) -> None:
         waits = [asyncio.create_task(runner.ready.wait()), asyncio.create_task(stop.wait())]
         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         for wait in waits:
             wait.cancel()
-        if not stop.is_set():
-            await serve_cypher(log.client, lambda: projector.store, stop)
+        if not stop.is_set():  # a question before the store is open would only get an error
+            await serve()
 
     async with asyncio.TaskGroup() as group:
         group.create_task(runner.run(stop))
-        group.create_task(serve_once_open())
+        for serve in services:
+            group.create_task(serve_once_open(serve))
+
+
+def _services(
+    log: EventLog, projector: Projector, stop: asyncio.Event
+) -> list[Callable[[], Awaitable[None]]]:
+    """What `projector` answers over NATS besides projecting: always against its live store."""
+    services: list[Callable[[], Awaitable[None]]] = []
+    if isinstance(projector, GraphProjector):
+        graph = projector
+        services.append(lambda: serve_cypher(log.client, lambda: graph.store, stop))
+    if isinstance(projector, Answers):
+        answers = projector
+        services.append(lambda: serve_answers(log.client, projector.name, answers.answer, stop))
+    return services
 
 
 def producer_runner(log: EventLog, names: list[str], partitions: list[int] | None) -> ProjectorRunner:

@@ -2,13 +2,14 @@
 
 The plug-in API, all a plug-in needs to import from here (with `eventloom` for the event itself):
 `Projector` and `Producer` (the two contracts; `ProcessProducer` is a producer that reads the log through a
-`LogView` with a `ProducerState` of its own), `Rebuildable` and `SkipsSessions` (what a projector may
-also offer), `DerivedEvent` and `CitedEvent` (what a producer emits: a new event, citing what it derives
-from), `PluginContext` (what an entry point is called with), `Generations` (a rebuildable embedded read
-model's directories), and `ProjectorRunner` with `RunnerOptions` (and `ProducerProjection` for producers)
-to run a plug-in in your own process. `TrackingProjector` drives any store that keeps its checkpoints in
-the same write (`readmodels.TrackingRecorder`): a plug-in whose store does only needs that and a function
-from an event to a batch item.
+`LogView` with a `ProducerState` of its own), `Rebuildable`, `SkipsSessions` and `Answers` (what a
+projector may also offer; `Answers` makes the node serve questions about its read model over NATS),
+`DerivedEvent` and `CitedEvent` (what a producer emits: a new event, citing what it derives from),
+`PluginContext` (what an entry point is called with), `Generations` (a rebuildable embedded read model's
+directories), and `ProjectorRunner` with `RunnerOptions` (and `ProducerProjection` for producers) to run a
+plug-in in your own process. `TrackingProjector` drives any store that keeps its checkpoints in the same
+write (`readmodels.TrackingRecorder`): a plug-in whose store does only needs that and a function from an
+event to a batch item.
 Graph extraction for new event types: `projectors.graph.register_extractor`.
 """
 
@@ -16,6 +17,7 @@ from projectors.emitter import ProducerProjection
 from projectors.generations import Generations
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, PluginContext
 from projectors.protocol import (
+    Answers,
     CitedEvent,
     DerivedEvent,
     Idles,
@@ -33,6 +35,7 @@ from projectors.tracking import TrackingProjector
 __all__ = [
     "PRODUCERS_GROUP",
     "PROJECTORS_GROUP",
+    "Answers",
     "CitedEvent",
     "DerivedEvent",
     "Generations",

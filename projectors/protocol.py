@@ -73,6 +73,20 @@ class Rebuildable(Protocol):
     generation: int
 
 
+@runtime_checkable
+class Answers(Protocol):
+    """A projector that answers questions about its read model.
+
+    The node process that runs it serves NATS request/reply on `eventloom.q.<projector name>.<question>`
+    (queue group `<projector name>`) once it is ready, always against its live store; clients ask through
+    `readmodels.query.answers.ask`. `body` is the question's JSON; a bad question (unknown name, a field
+    that does not fit) raises a `ValueError` whose message names the field, and the asker gets it as
+    `invalid_input`. The answer is anything msgspec encodes.
+    """
+
+    async def answer(self, question: str, body: bytes) -> Any: ...
+
+
 class CitedEvent(msgspec.Struct, frozen=True):
     """An event a derivation relies on: it must exist at `seq` in `session` with exactly this hash."""
 

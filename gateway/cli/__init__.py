@@ -1,8 +1,14 @@
-"""The `eventloom` command line."""
+"""The `eventloom` command line.
+
+A plug-in package adds commands through the entry point group `eventloom.cli`: the object named is a
+`register(app: typer.Typer) -> None` called with the root app, after the built-in commands. A plug-in
+that fails to load or register is left out with a warning on stderr; the rest of the CLI still works.
+"""
 
 from __future__ import annotations
 
 import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -32,6 +38,7 @@ from gateway.cli import (
 from gateway.cli.common import make_settings
 
 DATA_DIR_OPTION = "--data-dir"
+CLI_GROUP = "eventloom.cli"
 
 
 def _flags_show_no_type() -> None:
@@ -84,6 +91,21 @@ mcp_cmds.register(app)
 health_cmd.register(app)
 consumer_cmd.register(app)
 app.add_typer(keys_cmd.app, name="keys")
+
+
+def register_plugins(root: typer.Typer) -> None:
+    """Call the `register(app)` of every installed `eventloom.cli` entry point; warn about one that fails."""
+    for entry in sorted(entry_points(group=CLI_GROUP), key=lambda e: e.name):
+        try:
+            entry.load()(root)
+        except Exception as exc:  # a broken plug-in must not take the whole CLI down
+            sys.stderr.write(
+                f"warning: the CLI plug-in {entry.name!r} ({entry.value}) was left out: "
+                f"{type(exc).__name__}: {exc}\n"
+            )
+
+
+register_plugins(app)
 
 
 def main() -> None:

@@ -70,23 +70,35 @@ class MemoryClient:
         return await self._ask("health", {}, ServiceHealth)
 
     async def _ask(self, name: str, request: Any, answer: type[T]) -> T:
-        try:
-            response = await self.client.request(
-                SUBJECT_PREFIX + name, msgspec.json.encode(request), timeout=self.timeout_s
-            )
-        except nats.errors.NoRespondersError:
-            raise MemoryUnavailableError(
-                "no query service is running: start the node (`eventloom up --detach`)"
-            ) from None
-        except nats.errors.TimeoutError:
-            raise MemoryUnavailableError(
-                f"the query service did not answer within {self.timeout_s:g}s"
-            ) from None
-        reply = msgspec.json.decode(response.data, type=Reply)
-        if reply.error is not None:
-            if reply.error.code == "invalid_input":
-                raise QueryError(reply.error.message)
-            if reply.error.code == "unavailable":
-                raise MemoryUnavailableError(reply.error.message)
-            raise MemoryQueryFailed(reply.error.message)
-        return msgspec.convert(reply.result, answer)
+        result = await request_reply(
+            self.client,
+            SUBJECT_PREFIX + name,
+            request,
+            self.timeout_s,
+            nobody="no query service is running: start the node (`eventloom up --detach`)",
+            late="the query service",
+        )
+        return msgspec.convert(result, answer)
+
+
+async def request_reply(
+    client: Client, subject: str, request: Any, timeout_s: float, *, nobody: str, late: str
+) -> Any:
+    """Ask `subject` and return the reply's `result` (a `readmodels.query.service.Reply` envelope).
+
+    Raises `MemoryUnavailableError` with `nobody` when no one answers and names `late` when the answer
+    does not come in time, `QueryError` for invalid input and `MemoryQueryFailed` for the rest."""
+    try:
+        response = await client.request(subject, msgspec.json.encode(request), timeout=timeout_s)
+    except nats.errors.NoRespondersError:
+        raise MemoryUnavailableError(nobody) from None
+    except nats.errors.TimeoutError:
+        raise MemoryUnavailableError(f"{late} did not answer within {timeout_s:g}s") from None
+    reply = msgspec.json.decode(response.data, type=Reply)
+    if reply.error is not None:
+        if reply.error.code == "invalid_input":
+            raise QueryError(reply.error.message)
+        if reply.error.code == "unavailable":
+            raise MemoryUnavailableError(reply.error.message)
+        raise MemoryQueryFailed(reply.error.message)
+    return reply.result
