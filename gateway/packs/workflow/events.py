@@ -176,7 +176,12 @@ class PlanProposed(Payload, kw_only=True):
 
 
 class PlanEdited(Payload, kw_only=True):
-    """`workflow.plan.edited`: a new version `plan_id` of the plan version `parent_id`, pending review."""
+    """`workflow.plan.edited`: a new version `plan_id` of the plan version `parent_id`, pending review.
+
+    `original_id` names version 1 of the lineage (the recorder fills it; absent, the parent is taken for
+    it, which is right for a first edit), so a pure reader such as memory search knows the lineage without
+    walking the chain: every version of a plan is one memory entity, the newest superseding the rest.
+    """
 
     plan_id: Id
     parent_id: Id
@@ -184,10 +189,13 @@ class PlanEdited(Payload, kw_only=True):
     edited_by: Name
     edit_message: Content | None = None
     run_id: Id | None = None
+    original_id: Id | None = None
 
     def __post_init__(self) -> None:
         if self.plan_id == self.parent_id:
             raise ValueError("`plan_id` must name a new version, not its parent `parent_id`")
+        if self.original_id == self.plan_id:
+            raise ValueError("`original_id` names version 1 of the lineage, not the new version `plan_id`")
 
 
 class PlanReviewed(Payload, kw_only=True):
