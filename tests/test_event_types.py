@@ -1,4 +1,5 @@
-"""The built-in event types: schemas, error paths, and docs/event-types.md kept in step with them.
+"""The built-in event types and the workflow pack's: schemas, error paths, and docs/event-types.md kept in
+step with them.
 
 The example payloads live in ONE place, the ```json blocks of docs/event-types.md; these tests parse them.
 """
@@ -17,8 +18,8 @@ import pytest
 from eventloom.errors import EventValidationError
 from eventloom.event import TYPE_PATTERN
 from eventloom.schemas import known_event_types, schema_for, validate_payload
+from eventloom.schemas.catalogue import BUILTIN_EVENT_TYPES as CORE_EVENT_TYPES
 from eventloom.schemas.catalogue import (
-    BUILTIN_EVENT_TYPES,
     DocumentChunk,
     EntityFact,
     EntityRef,
@@ -27,6 +28,10 @@ from eventloom.schemas.catalogue import (
     RelationRef,
     TaskRef,
 )
+from gateway.packs.workflow.events import WORKFLOW_EVENT_TYPES
+
+BUILTIN_EVENT_TYPES = {**CORE_EVENT_TYPES, **WORKFLOW_EVENT_TYPES}
+"""Every type docs/event-types.md documents: the core's and those of the packs Eventloom ships."""
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "event-types.md"
 SHARED_SHAPES: dict[str, type[msgspec.Struct]] = {
@@ -43,6 +48,7 @@ NEEDS_MORE_THAN_REQUIRED = {
     "memory.invalidated",
     "inference.edge.contradicted",
     "inference.edge.retracted",
+    "workflow.plan.reviewed",
 }
 _HEADING = re.compile(r"^(#{2,3}) (\S.*?)\s*$", re.MULTILINE)
 _JSON_BLOCK = re.compile(r"^```json\n(.*?)^```", re.MULTILINE | re.DOTALL)
