@@ -122,6 +122,7 @@ def run_items(run_id: str, messages: int, rng: random.Random) -> Iterator[tuple[
         {
             "plan_id": plan_v2,
             "parent_id": plan_v1,
+            "original_id": plan_v1,
             "run_id": run_id,
             "content": "1. Write a regression test. 2. Fix the parser. 3. Run the suite.",
             "edited_by": "alice",
