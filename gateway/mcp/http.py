@@ -4,6 +4,15 @@ The gate answers 401 before the MCP layer sees a request without a valid token, 
 `Retry-After`) when a token calls faster than its rate; the server checks the token again per tool call,
 with its session patterns. `GET /healthz` is open so orchestrators can probe it: 200 when a query service
 answers and no role beside it is failing, else 503 with the reason (and each failing role's last error).
+
+Plug-in routes: each entry point of group `eventloom.http_routes` names a function
+`(settings: Settings, backend: Backend) -> Sequence[starlette.routing.Route]`, called once when the gateway
+starts; its routes are served beside MCP (a pack's GitHub webhook, say). They authenticate callers
+themselves (a signature, not a bearer token), so the gate lets exactly the requests those routes match
+through without a token, still under the body limit, and counts each 401 they answer as a failed attempt of
+the caller's address (too many, and the address is refused outright, like a guessed token). A plug-in that
+fails to load, or returns anything but `Route`s off `/mcp` and `/healthz`, stops the gateway with an error
+naming it.
 """
 
 from __future__ import annotations
@@ -15,19 +24,23 @@ import math
 import socket
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from typing import Any, Final
 
 import msgspec
 import uvicorn
+from mcp.server.transport_security import RequestBodyLimitMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.routing import Match, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from eventloom.errors import EventloomError
 from eventloom.settings import Settings
 from gateway.mcp.arguments import MAX_PAYLOAD_BYTES
-from gateway.mcp.backend import open_backend
+from gateway.mcp.backend import Backend, open_backend
 from gateway.mcp.failures import REMEDIATION
 from gateway.mcp.server import BearerTokens, EventloomMCP
 from gateway.mcp.tokens import TokenBook, bearer_token
@@ -40,6 +53,7 @@ HEALTH_PATH: Final = "/healthz"
 HEALTH_TIMEOUT_S: Final = 5.0
 # A 1 MiB payload grows when JSON-escaped inside a JSON-RPC request; the tool itself enforces the 1 MiB.
 MAX_BODY_BYTES: Final = 3 * MAX_PAYLOAD_BYTES
+HTTP_ROUTES_GROUP: Final = "eventloom.http_routes"
 
 
 @dataclass
@@ -102,15 +116,25 @@ class FailedAttempts:
 
 
 class BearerGate:
-    """ASGI middleware: no valid bearer token, no MCP; too fast, or too many failed tokens, 429."""
+    """ASGI middleware: no valid bearer token, no MCP; too fast, or too many failed tokens, 429.
+
+    Requests that one of `open_routes` (the plug-in routes) matches go to it without a token, limited to
+    `MAX_BODY_BYTES`; a 401 it answers counts as a failed attempt."""
 
     def __init__(
-        self, app: ASGIApp, book: TokenBook, limiter: RateLimiter, failures: FailedAttempts | None = None
+        self,
+        app: ASGIApp,
+        book: TokenBook,
+        limiter: RateLimiter,
+        failures: FailedAttempts | None = None,
+        open_routes: Sequence[Route] = (),
     ) -> None:
         self.app = app
         self.book = book
         self.limiter = limiter
         self.failures = failures or FailedAttempts()
+        self.open_routes = tuple(open_routes)
+        self.open_app = RequestBodyLimitMiddleware(app, MAX_BODY_BYTES)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] == HEALTH_PATH:
@@ -122,6 +146,9 @@ class BearerGate:
             message = f"authorization: too many failed attempts from {address}; wait before trying again"
             retry = {"Retry-After": str(max(1, math.ceil(blocked)))}
             await _refuse(429, "rate_limited", message, retry)(scope, receive, send)
+            return
+        if any(route.matches(scope)[0] != Match.NONE for route in self.open_routes):
+            await self.open_app(scope, receive, self._counting_refusals(address, scope["path"], send))
             return
         headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
         token = bearer_token(headers.get("authorization"))
@@ -149,6 +176,43 @@ class BearerGate:
             return
         await self.app(scope, receive, send)
 
+    def _counting_refusals(self, address: str, path: str, send: Send) -> Send:
+        """`send`, counting a 401 answer of a plug-in route as a failed attempt of `address`."""
+
+        async def counted(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 401:
+                failed = self.failures.record(address)
+                log.warning(
+                    "refused %s from %s: its authentication failed (%d failed attempt(s) in %.0f s)",
+                    path,
+                    address,
+                    failed,
+                    self.failures.window_s,
+                )
+            await send(message)
+
+        return counted
+
+
+def plugin_routes(settings: Settings, backend: Backend) -> list[Route]:
+    """The routes of every installed `eventloom.http_routes` plug-in, in the order of their names."""
+    routes: list[Route] = []
+    for entry in sorted(entry_points(group=HTTP_ROUTES_GROUP), key=lambda entry: entry.name):
+        try:
+            made = list(entry.load()(settings, backend))
+        except Exception as exc:
+            raise EventloomError(f"http routes plug-in {entry.name!r} failed to load: {exc}") from exc
+        for route in made:
+            if not isinstance(route, Route):
+                raise EventloomError(
+                    f"http routes plug-in {entry.name!r}: {route!r} is not a starlette Route"
+                )
+            if route.path in (MCP_PATH, HEALTH_PATH) or route.path.startswith(f"{MCP_PATH}/"):
+                raise EventloomError(f"http routes plug-in {entry.name!r}: {route.path} is the gateway's own")
+        log.info("http routes of plug-in %r: %s", entry.name, ", ".join(route.path for route in made))
+        routes += made
+    return routes
+
 
 def _refuse(status: int, code: str, message: str, headers: dict[str, str]) -> Response:
     remediation = REMEDIATION.get("unauthorized") if status == 401 else "Slow down; retry after Retry-After."
@@ -156,7 +220,9 @@ def _refuse(status: int, code: str, message: str, headers: dict[str, str]) -> Re
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-def http_app(server: EventloomMCP, book: TokenBook, limiter: RateLimiter, host: str) -> ASGIApp:
+def http_app(
+    server: EventloomMCP, book: TokenBook, limiter: RateLimiter, host: str, routes: Sequence[Route] = ()
+) -> ASGIApp:
     async def healthz(request: Request) -> Response:
         tokens = await asyncio.to_thread(book.count)
         body: dict[str, Any] = {"tools": len(server.tool_names), "tokens": tokens}
@@ -175,7 +241,8 @@ def http_app(server: EventloomMCP, book: TokenBook, limiter: RateLimiter, host: 
         max_request_body_size=MAX_BODY_BYTES,
         host=host,
     )
-    return BearerGate(app, book, limiter)
+    app.router.routes.extend(routes)
+    return BearerGate(app, book, limiter, open_routes=routes)
 
 
 class _QuietServer(uvicorn.Server):
@@ -189,9 +256,15 @@ class HttpGateway:
     """The MCP server on streamable HTTP at `host:port` (port 0: any free port; see `address`)."""
 
     def __init__(
-        self, server: EventloomMCP, book: TokenBook, host: str, port: int, limiter: RateLimiter
+        self,
+        server: EventloomMCP,
+        book: TokenBook,
+        host: str,
+        port: int,
+        limiter: RateLimiter,
+        routes: Sequence[Route] = (),
     ) -> None:
-        self.app = http_app(server, book, limiter, host)
+        self.app = http_app(server, book, limiter, host, routes)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say so, and without it every
         # response waits ~40 ms for a delayed ACK (headers and body are two writes).
@@ -265,7 +338,8 @@ async def serve_http(
                 settings.tokens_file,
             )
         server = EventloomMCP(backend, BearerTokens(book))
-        gateway = HttpGateway(server, book, host, port, RateLimiter.per_second(settings.gateway_rate))
+        limiter = RateLimiter.per_second(settings.gateway_rate)
+        gateway = HttpGateway(server, book, host, port, limiter, plugin_routes(settings, backend))
         running = asyncio.create_task(gateway.run(stop))
         await asyncio.wait(
             {running, asyncio.create_task(gateway.ready.wait())}, return_when=asyncio.FIRST_COMPLETED
