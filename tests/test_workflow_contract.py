@@ -182,8 +182,8 @@ async def test_tool_calls_with_their_results(workflow_store: WorkflowStore, stor
     assert [c.call.message_id for c in in_run_2] == ["call-3"]
     by_tool = await workflow_store.tool_calls(ToolCallsQuestion(tool="run_tests"))
     assert [c.call.message_id for c in by_tool] == ["call-2"]
-    latest = await workflow_store.tool_calls(ToolCallsQuestion(limit=2))
-    assert [c.call.message_id for c in latest] == ["call-2", "call-3"]
+    first_two = await workflow_store.tool_calls(ToolCallsQuestion(limit=2))
+    assert [c.call.message_id for c in first_two] == ["call-1", "call-2"]
 
 
 async def test_failed_tool_calls(workflow_store: WorkflowStore, story: Story) -> None:
@@ -228,8 +228,8 @@ async def test_plan_versions_and_review_history(workflow_store: WorkflowStore, s
     assert [first.citation, second.citation] == [story.citation("plan-1"), story.citation("plan-2")]
     assert history.current == second
     assert history.reviews == [
-        ReviewView(action="reviewed", plan_id="plan-1", by="bob", at=story.at("c1"), comment_id="c1",
-                   citation=story.citation("c1")),
+        ReviewView(action="reviewed", plan_id="plan-1", by="bob", at=story.at("c1"),
+                   comment="Also check the thrust vector.", comment_id="c1", citation=story.citation("c1")),
         ReviewView(action="commented", plan_id="plan-1", by="bob", at=story.at("c1"),
                    comment="Also check the thrust vector.", comment_id="c1", citation=story.citation("c1")),
         ReviewView(action="suggested_edit", plan_id="plan-1", by="bob", at=story.at("c1"),

@@ -37,10 +37,11 @@ from gateway.packs.workflow.reads import (
     SequenceQuestion,
     ToolCallsQuestion,
     ToolCallView,
+    check_limit,
 )
 from readmodels.graph.cypher.io import Execute
 
-_NEWEST: Final = "ORDER BY r.startedAt DESC, r.key DESC LIMIT $limit"
+_NEWEST: Final = "ORDER BY r.startedAt DESC, r.session DESC, r.seq DESC, r.key DESC LIMIT $limit"
 _TOOL_TRAFFIC: Final = "m.kind <> 'tool_call' AND m.kind <> 'tool_result'"
 _RESPONDS_TO: Final = "OPTIONAL MATCH (m)-[:RESPONDS_TO]->(t:Message)"
 Action = Literal["reviewed", "approved", "rejected", "edited", "commented", "suggested_edit"]
@@ -56,8 +57,8 @@ _RANK: Final = {action: rank for rank, action in enumerate(_ACTIONS.values())}
 
 
 def runs(execute: Execute, question: RunsQuestion) -> list[RunView]:
-    where = "r.session IS NOT NULL" + (" AND r.workflowType = $type" if question.workflow_type else "")
-    params: dict[str, object] = {"limit": question.limit}
+    where = "r.startedAt IS NOT NULL" + (" AND r.workflowType = $type" if question.workflow_type else "")
+    params: dict[str, object] = {"limit": check_limit(question.limit)}
     if question.workflow_type:
         params["type"] = question.workflow_type
     rows = execute(f"MATCH (r:WorkflowRun) WHERE {where} RETURN {RUN} {_NEWEST}", params)
@@ -67,7 +68,7 @@ def runs(execute: Execute, question: RunsQuestion) -> list[RunView]:
 def issue_runs(execute: Execute, question: IssueRunsQuestion) -> list[RunView]:
     rows = execute(
         f"MATCH (i:Issue {{key: $issue}})-[:HAS_RUNS]->(r:WorkflowRun) RETURN {RUN} {_NEWEST}",
-        {"issue": question.issue, "limit": question.limit},
+        {"issue": question.issue, "limit": check_limit(question.limit)},
     )
     return [run_view(row) for row in rows]
 
@@ -106,8 +107,8 @@ def path(execute: Execute, question: PathQuestion) -> list[MessageView]:
 
 
 def tool_calls(execute: Execute, question: ToolCallsQuestion) -> list[ToolCallView]:
-    """Calls with their results, in order; when more match than `limit`, the latest."""
-    params: dict[str, object] = {"limit": question.limit}
+    """Calls with their results, oldest first (in the order they were recorded), at most `limit`."""
+    params: dict[str, object] = {"limit": check_limit(question.limit)}
     where = ["m.kind = 'tool_call'"]
     start = "MATCH (m:Message)"
     if question.run_id is not None:
@@ -119,10 +120,9 @@ def tool_calls(execute: Execute, question: ToolCallsQuestion) -> list[ToolCallVi
     errors = "WITH m, x WHERE m.status = 'error' OR x.isError = true " if question.errors_only else ""
     rows = execute(
         f"{start} WHERE {' AND '.join(where)} OPTIONAL MATCH (m)-[:HAS_RESULT]->(x:Message) {errors}"
-        f"RETURN {MESSAGE}, x.key AS result ORDER BY timestamp DESC, run_id DESC, position DESC LIMIT $limit",
+        f"RETURN {MESSAGE}, x.key AS result ORDER BY timestamp, session, seq, key LIMIT $limit",
         params,
     )
-    rows.reverse()
     results = _messages(execute, [str(row["result"]) for row in rows if row["result"] is not None])
     return [ToolCallView(call=message_view(row), result=results.get(row["result"])) for row in rows]
 
@@ -143,7 +143,7 @@ def plan(execute: Execute, question: PlanQuestion) -> PlanHistory | None:
         return None
     rows = execute(
         "MATCH (p:Message) WHERE p.kind = 'plan' AND (p.originalVersion = $original OR p.key = $original) "
-        f"RETURN {PLAN} ORDER BY version, created_at, key",
+        f"RETURN {PLAN} ORDER BY version, session, seq, key",
         {"original": found[0]["o"]},
     )
     versions = [plan_view(row) for row in rows]
@@ -170,6 +170,10 @@ def _reviews(execute: Execute, plans: list[str]) -> list[ReviewView]:
         f"c.content AS comment, {cite}",
         {"plans": plans},
     )
+    said = {str(row["comment_id"]): row["comment"] for row in comments if row["type"] == "COMMENTS_ON"}
+    for row in by_people:
+        if row["type"] == "REVIEWS":  # a review with a comment: the comment's text
+            row["comment"] = said.get(str(row["comment_id"]))
     reviews = sorted(
         by_people + comments,
         key=lambda row: (str(row["at"] or ""), str(row["session"] or ""), row["seq"] or 0, _rank(row)),
@@ -196,7 +200,8 @@ def _review(row: Row) -> ReviewView:
 def implementation(execute: Execute, question: IssueQuestion) -> Implementation:
     issue = {"issue": question.issue}
     plans = execute(
-        f"MATCH (i:Issue {{key: $issue}})<-[:IMPLEMENTS]-(p:Message) RETURN {PLAN} ORDER BY created_at, key",
+        f"MATCH (i:Issue {{key: $issue}})<-[:IMPLEMENTS]-(p:Message) "
+        f"RETURN {PLAN} ORDER BY created_at, session, seq, key",
         issue,
     )
     resulted = execute(
