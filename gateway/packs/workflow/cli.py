@@ -18,6 +18,7 @@ from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, fail, print_json, run, settings_of
 from gateway.packs.workflow import cli_render as show
 from gateway.packs.workflow.client import WorkflowClient
+from gateway.packs.workflow.events import ITEM_KEY
 from gateway.packs.workflow.reads import (
     IssueQuestion,
     IssueRunsQuestion,
@@ -63,6 +64,13 @@ def _answer(ctx: typer.Context, ask: Callable[[WorkflowClient], Awaitable[T]]) -
     return run(_asking(settings_of(ctx), ask))
 
 
+def _key(field: str, key: str) -> str:
+    """An issue or pull request key, checked before asking (the questions take any string)."""
+    if not ITEM_KEY.fullmatch(key):
+        fail(f"invalid input: {field}: {key!r} is not owner/name#number", EXIT_INVALID)
+    return key
+
+
 def _json_or(as_json: bool, value: Any, missing: str | None = None) -> bool:
     """Print `value` as JSON when asked (exiting 1 if it is None); True when that was all to do."""
     if as_json:
@@ -93,7 +101,8 @@ def runs(
 def issue_runs(
     ctx: typer.Context, issue: IssueArgument, limit: LimitOption = 20, as_json: JsonOption = False
 ) -> None:
-    found = _answer(ctx, lambda c: c.issue_runs(IssueRunsQuestion(issue=issue, limit=limit)))
+    question = IssueRunsQuestion(issue=_key("issue", issue), limit=limit)
+    found = _answer(ctx, lambda c: c.issue_runs(question))
     if not _json_or(as_json, found):
         show.print_runs(found)
 
@@ -151,7 +160,8 @@ def plan(
     "it, and its runs.",
 )
 def implemented(ctx: typer.Context, issue: IssueArgument, as_json: JsonOption = False) -> None:
-    found = _answer(ctx, lambda c: c.implementation(IssueQuestion(issue=issue)))
+    question = IssueQuestion(issue=_key("issue", issue))
+    found = _answer(ctx, lambda c: c.implementation(question))
     if not _json_or(as_json, found):
         show.print_implementation(found)
 
@@ -169,7 +179,7 @@ def item(
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    question = ItemQuestion(key=key, label="PullRequest" if pull_request else "Issue")
+    question = ItemQuestion(key=_key("key", key), label="PullRequest" if pull_request else "Issue")
     found = _answer(ctx, lambda c: c.item(question))
     what = "pull request" if pull_request else "issue"
     if not _json_or(as_json, found, f"no {what} {key!r}"):
