@@ -4,6 +4,11 @@ structured error when it fails, and a `tool.call.completed` audit event in the l
 The session scope is enforced here, on the server, for every tool (reads included): a call's `session`
 argument must match one of the caller's patterns, and a call without one (a question across sessions, a
 Cypher query) needs a caller who may touch every session.
+
+Plug-in packs add tools through the entry point group `eventloom.mcp_tools`: each entry point is a
+`register(server, backend)` called after the built-in tools (in entry point name order), and the tools it
+registers get the same authorization (a `session` argument scopes a call to it), audit and structured
+errors as the built-ins. A plug-in that fails to load is left out, with a warning in the server log.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import logging
 import re
 import time
 from collections.abc import Mapping
+from importlib.metadata import entry_points
 from typing import Any, Final, Protocol
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -33,6 +39,7 @@ from gateway.mcp.tools_log import ADMIN_TOOLS, register_log_tools
 from gateway.mcp.tools_memory import register_memory_tools
 
 log = logging.getLogger(__name__)
+TOOLS_GROUP: Final = "eventloom.mcp_tools"
 _ARGUMENT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 AUDITED_STATEMENT_CHARS: Final = 2000
@@ -87,6 +94,7 @@ class EventloomMCP(MCPServer):
         register_context_tools(self, backend)
         register_log_tools(self, backend)
         register_consolidation_tools(self, backend)
+        register_plugin_tools(self, backend)
         self.tool_names = frozenset(tool.name for tool in self._tool_manager.list_tools())
 
     async def call_tool(
@@ -168,6 +176,15 @@ class EventloomMCP(MCPServer):
             )
         except Exception:  # the caller still gets the answer; the gap shows in the server log
             log.exception("could not append the audit event for %s", payload["tool"])
+
+
+def register_plugin_tools(server: MCPServer, backend: Backend) -> None:
+    """Call the `register(server, backend)` of every installed `eventloom.mcp_tools` entry point."""
+    for entry in sorted(entry_points(group=TOOLS_GROUP), key=lambda e: e.name):
+        try:
+            entry.load()(server, backend)
+        except Exception:  # a broken plug-in must not take the built-in tools down with it
+            log.exception("the MCP tools plug-in %r (%s) was left out", entry.name, entry.value)
 
 
 def _authorize_review(principal: Principal, name: str, arguments: Mapping[str, Any]) -> None:
