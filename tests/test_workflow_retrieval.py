@@ -106,6 +106,9 @@ def workflow_story() -> SessionLog:
             "submitted_at": "2025-05-01T09:00:11Z",
         },
     )
+    for seq, body in ((12, "I cannot reproduce this yet."), (13, "Reproduced on staging with a fake clock.")):
+        comment = {"item": ISSUE, "comment_id": "ic1", "author": "maya", "body": body}
+        log.add("workflow.comment.posted", {**comment, "created_at": f"2025-05-01T09:00:{seq}Z"})
     return log
 
 
@@ -186,6 +189,18 @@ async def test_a_review_comment_is_found_by_its_words(story: StoryModels) -> Non
     assert comment.citations[0].seq == 8
     pr = await ask(story, "thundering herd jitter")
     assert "rv1" in {hit.entity for hit in of_type(pr, "review_comment")}
+
+
+async def test_an_issue_and_a_comment_on_it_are_found_by_their_words(story: StoryModels) -> None:
+    result = await ask(story, "expired-token error every night")
+    [issue] = [hit for hit in of_type(result, "issue") if hit.entity == ISSUE]
+    assert issue.summary.startswith(f"issue {ISSUE} by maya: Token refresh fails at midnight")
+    assert issue.citations[0].seq == 1
+    edited = await ask(story, "I cannot reproduce this yet")  # the words as first posted
+    [comment] = [hit for hit in of_type(edited, "workflow_message") if hit.entity == "ic1"]
+    assert comment.summary.startswith(f"comment by maya on issue {ISSUE}: Reproduced on staging")
+    assert (comment.version, comment.citations[0].seq) == (2, 13)
+    assert not any("cannot reproduce" in hit.summary for hit in edited.hits)
 
 
 async def test_a_plan_answers_with_its_current_version_only(story: StoryModels) -> None:

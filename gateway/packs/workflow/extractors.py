@@ -12,7 +12,8 @@ Entities (type: name):
 - `plan`: ONE entity per lineage, named by version 1's id (`original_id` of an edit; absent, its parent,
   which is version 1 for a first edit). Each edit is a new version of it, so memory shows the current
   version and a question `as_of` an earlier time the version of then. Its properties name the version
-  (`version_id`, `parent_id`). A run `generated_plan` it; it `references` its issue.
+  (`version_id`, `parent_id`), not its review status (a review names a version, not its lineage: the
+  workflow reads answer the status). A run `generated_plan` it; it `references` its issue.
 - `review_comment`: a reviewer's comment on a plan version (`plan_id` in its properties: a review names a
   version, not its lineage, so no edge) or a review of a pull request (`comments_on` it).
 - `issue`, `pull_request` (`owner/name#number`): title and body; a pull request `resolves` issues and was
@@ -164,7 +165,6 @@ def _plan_proposed(x: Extraction, p: ev.PlanProposed) -> None:
         "run": p.run_id,
         "issue": p.issue,
         "version_id": p.plan_id,
-        "status": "pending_review",
     }
     me = x.entity(p.plan_id, PLAN, summary, compact(properties))
     x.relation(run_ref(p.run_id), me, "generated_plan")
@@ -182,7 +182,6 @@ def _plan_edited(x: Extraction, p: ev.PlanEdited) -> None:
         "parent_id": p.parent_id,
         "edited_by": p.edited_by,
         "edit_message": p.edit_message,
-        "status": "pending_review",
     }
     if p.run_id is not None:
         properties["run"] = p.run_id
