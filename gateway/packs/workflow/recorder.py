@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -36,10 +34,17 @@ from eventloom.errors import EventValidationError
 from eventloom.event import Event, utc_timestamp
 from eventloom.log import EventLog
 from gateway.packs.workflow import events as ev
-from gateway.packs.workflow.recording import build, issue_key, new_run_id, record, session_for
+from gateway.packs.workflow.recording import (
+    build,
+    describe,
+    finish_after,
+    hash_of,
+    issue_key,
+    new_run_id,
+    record,
+    session_for,
+)
 
-log = logging.getLogger(__name__)
-MAX_ERROR_CHARS: Final = 10_000
 _ID_PREFIX_CHARS: Final = 240
 
 
@@ -252,7 +257,7 @@ class WorkflowRun:
             yield call
         except BaseException as exc:
             error = describe(exc)
-            await _keeping(exc, self.tool_result(call, error, is_error=True, error_message=error))
+            await finish_after(exc, self.tool_result(call, error, is_error=True, error_message=error))
             raise
         content, is_error, error_message = call._pending or ("", False, None)
         await self.tool_result(call, content, is_error=is_error, error_message=error_message)
@@ -387,23 +392,6 @@ class WorkflowRecorder:
             yield run
         except BaseException as exc:
             status: ev.RunStatus = "cancelled" if isinstance(exc, asyncio.CancelledError) else "failed"
-            await _keeping(exc, run._finish(status, describe(exc)))
+            await finish_after(exc, run._finish(status, describe(exc)))
             raise
         await run._finish(run.status, run.result)
-
-
-def describe(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return text[:MAX_ERROR_CHARS]
-
-
-def hash_of(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
-async def _keeping(original: BaseException, recording: Awaitable[object]) -> None:
-    """Record the end of what `original` interrupted; if that fails too, log it and let `original` go on."""
-    try:
-        await recording
-    except Exception:
-        log.exception("could not record the end of a workflow item after %s", type(original).__name__)

@@ -11,8 +11,10 @@ id recorded before with a different payload is refused (`AlreadyRecorded`, namin
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import uuid
+from collections.abc import Awaitable
 from typing import Any, Final, TypeVar
 
 import msgspec
@@ -23,7 +25,9 @@ from eventloom.log import EventLog
 from eventloom.request import MAX_IDEMPOTENCY_KEY
 from gateway.packs.workflow import events as ev
 
+log = logging.getLogger(__name__)
 S = TypeVar("S", bound=msgspec.Struct)
+MAX_ERROR_CHARS: Final = 10_000
 SESSION_PREFIX: Final = "workflow-"
 KEY_PREFIX: Final = "workflow"
 _NOT_SESSION_CHARS: Final = re.compile(r"[^A-Za-z0-9_-]")
@@ -133,3 +137,20 @@ def issue_key(issue: str | int, repository: str | None, field: str = "issue") ->
 
 def _without(payload: dict[str, Any], ignore: frozenset[str]) -> dict[str, Any]:
     return {name: value for name, value in payload.items() if name not in ignore}
+
+
+def describe(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return text[:MAX_ERROR_CHARS]
+
+
+def hash_of(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+async def finish_after(original: BaseException, recording: Awaitable[object]) -> None:
+    """Record the end of what `original` interrupted; if that fails too, log it and let `original` go on."""
+    try:
+        await recording
+    except Exception:
+        log.exception("could not record the end of a workflow item after %s", type(original).__name__)
