@@ -5,6 +5,7 @@ batch writes nothing; `clear` empties the model and only it). The answers are th
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, cast
@@ -26,7 +27,7 @@ from gateway.packs.workflow.model import (
 )
 from gateway.packs.workflow.neo4j_schema import LABELS
 from gateway.packs.workflow.neo4j_store import Neo4jWorkflowStore, neo4j_workflow_store
-from gateway.packs.workflow.reads import SequenceQuestion
+from gateway.packs.workflow.reads import PathQuestion, SequenceQuestion
 from gateway.packs.workflow.translate import changes
 
 if TYPE_CHECKING:
@@ -273,3 +274,44 @@ async def test_clear_deletes_the_workflow_model_only(store: Neo4jWorkflowStore) 
         "MATCH (d:KeywordDoc {uid: 'wf-clear-keep'}) DELETE d", database_=store.database
     )
     assert await store.apply("wf-clear", story()) == len(_STORY)  # rebuilt from the start
+
+
+def _messages_from(session: str, run: str, count: int) -> list[WorkflowChanges]:
+    """`count` messages of `run` recorded in `session` (a run fed from two sessions: two writers)."""
+    events.register()
+    told = [
+        Event(
+            v=1,
+            session=session,
+            seq=seq,
+            ts=f"2026-03-05T00:00:{seq % 60:02d}.000000Z",
+            type="workflow.message.recorded",
+            actor="agent",
+            payload={"run_id": run, "message_id": f"{session}-{seq}", "role": "user", "content": "hi"},
+            caused_by=[],
+            prev_hash=None,
+            hash=hashlib.sha256(f"{session}/{seq}".encode()).hexdigest(),
+            sig="",
+            key_id="",
+        )
+        for seq in range(1, count + 1)
+    ]
+    return [changes(event) for event in told]
+
+
+async def test_two_writers_sequencing_one_run_never_share_a_position(store: Neo4jWorkflowStore) -> None:
+    run, per_writer, batch = "run-two-writers", 60, 10
+    left, right = _messages_from("wf-left", run, per_writer), _messages_from("wf-right", run, per_writer)
+    for start in range(0, per_writer, batch):
+        done = await asyncio.gather(
+            store.apply("wf-writers", left[start : start + batch]),
+            store.apply("wf-writers", right[start : start + batch]),
+        )
+        assert list(done) == [batch, batch]
+    sequence = await store.sequence(SequenceQuestion(run_id=run))
+    assert [m.position for m in sequence] == list(range(1, 2 * per_writer + 1))
+    path = await store.path(PathQuestion(run_id=run))
+    assert [m.message_id for m in path] == [m.message_id for m in sequence]  # one NEXT chain through all
+    for writer in ("wf-left", "wf-right"):  # each writer's messages keep their order within the run
+        mine = [m.message_id for m in sequence if m.message_id.startswith(writer)]
+        assert mine == [f"{writer}-{seq}" for seq in range(1, per_writer + 1)]

@@ -32,6 +32,8 @@ from readmodels.graph.cypher.io import Row
 from readmodels.neo4j.driver import fetch
 
 ROWS_PER_STATEMENT: Final = 5_000
+LOCK: Final = "workflowLock"
+"""A property set and removed at once: how Cypher takes a node's write lock (nothing of it is stored)."""
 
 
 async def _run(tx: AsyncManagedTransaction, statement: str, rows: list[Row]) -> None:
@@ -91,10 +93,12 @@ async def _links(tx: AsyncManagedTransaction, shape: tuple[str, ...], ops: Seque
 async def _stored(
     tx: AsyncManagedTransaction, label: str, keys: list[str], names: list[str]
 ) -> dict[str, Row]:
-    """key -> {name: stored value} for the nodes of `label` among `keys` (absent nodes: all None)."""
+    """key -> {name: stored value} of the nodes of `label` among `keys`, each created bare if absent and
+    write-locked until the transaction ends: another writer's transaction (a partition applying another
+    session) cannot read the same run's count, or plan's version, before this one commits its own."""
     rows = await fetch(
         tx,
-        f"UNWIND $keys AS k OPTIONAL MATCH (n:{label} {{key: k}}) "
+        f"UNWIND $keys AS k MERGE (n:{label} {{key: k}}) SET n.{LOCK} = true REMOVE n.{LOCK} "
         "RETURN k AS key, [p IN $names | n[p]] AS got",
         {"keys": list(dict.fromkeys(keys)), "names": names},
     )
