@@ -38,6 +38,29 @@ EVERY_TOOL = {
     "memory_consolidation_candidate",
     "memory_consolidation_review",
 }
+WORKFLOW_RECORDING_TOOLS = {
+    "workflow_run_start",
+    "workflow_message",
+    "workflow_tool_call",
+    "workflow_tool_result",
+    "workflow_plan",
+    "workflow_plan_review",
+    "workflow_plan_implemented",
+    "workflow_pull_request",
+    "workflow_run_complete",
+}
+WORKFLOW_READ_TOOLS = {
+    "workflow_runs",
+    "workflow_issue_runs",
+    "workflow_sequence",
+    "workflow_tool_calls",
+    "workflow_plan_history",
+    "workflow_implementation",
+    "workflow_item",
+    "workflow_path",
+}
+EVERY_TOOL |= WORKFLOW_RECORDING_TOOLS | WORKFLOW_READ_TOOLS
+"""The built-in tools and those of the workflow pack, installed with Eventloom (`eventloom.mcp_tools`)."""
 DECISION = "Cache prices in Redis with a 5 minute TTL"
 OUTCOME = "Checkout p95 fell from 480 ms to 140 ms"
 AUDIT = Settings().audit_session

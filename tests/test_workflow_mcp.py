@@ -24,7 +24,7 @@ from gateway.mcp.tokens import Principal
 from gateway.node import Node
 from gateway.packs.workflow.recorder import WorkflowRecorder
 from readmodels.query.client import MemoryClient
-from tests.mcp_support import failure
+from tests.mcp_support import WORKFLOW_READ_TOOLS, WORKFLOW_RECORDING_TOOLS, failure
 from tests.runtime_support import drained
 from tests.test_workflow_recorder import EXPECTED, ISSUE, REPO, RUN, record_story
 
@@ -32,27 +32,8 @@ pytestmark = pytest.mark.anyio
 
 AGENT = Principal("fixer-bot", "agent", ("team-a-*",))
 OPERATOR = Principal("operator", "admin", ("*",))
-RECORDING_TOOLS = {
-    "workflow_run_start",
-    "workflow_message",
-    "workflow_tool_call",
-    "workflow_tool_result",
-    "workflow_plan",
-    "workflow_plan_review",
-    "workflow_plan_implemented",
-    "workflow_pull_request",
-    "workflow_run_complete",
-}
-READ_TOOLS = {
-    "workflow_runs",
-    "workflow_issue_runs",
-    "workflow_sequence",
-    "workflow_tool_calls",
-    "workflow_plan_history",
-    "workflow_implementation",
-    "workflow_item",
-    "workflow_path",
-}
+RECORDING_TOOLS = WORKFLOW_RECORDING_TOOLS
+READ_TOOLS = WORKFLOW_READ_TOOLS
 
 
 class Token:
