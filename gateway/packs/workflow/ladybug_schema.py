@@ -153,6 +153,9 @@ _MIGRATION_TABLE: Final = (
     "name STRING, checksum STRING, statements INT64, applied_at STRING, PRIMARY KEY(name))"
 )
 CHECKPOINT_TABLE: Final = "WorkflowCheckpoint"
+LINKS_TABLE: Final = "WorkflowLink"
+"""The key of every relationship kept one per (type, source, target): finding a relationship between two
+nodes is a scan in LadybugDB (notably of a transaction's own new ones), a primary key lookup is not."""
 _MIGRATIONS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("0000_migration_table", (_MIGRATION_TABLE,)),
     (
@@ -162,6 +165,7 @@ _MIGRATIONS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
             *(rel_ddl(rel) for rel in REL_TYPES),
             f"CREATE NODE TABLE IF NOT EXISTS {CHECKPOINT_TABLE}(id STRING, projector STRING, "
             "session STRING, seq INT64, event_hash STRING, PRIMARY KEY(id))",
+            f"CREATE NODE TABLE IF NOT EXISTS {LINKS_TABLE}(key STRING, PRIMARY KEY(key))",
         ),
     ),
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from gateway.packs.workflow.ladybug_schema import COLUMNS, PAIRS, REVISABLE
+from gateway.packs.workflow.ladybug_schema import COLUMNS, LINKS_TABLE, PAIRS, REVISABLE
 from gateway.packs.workflow.model import (
     Cite,
     FinishRun,
@@ -91,15 +91,19 @@ def link(execute: Execute, op: LinkNodes) -> None:
             raise WorkflowWriteError(f"{op.type}.{name}: expected STRING, got {value!r}")
         params[f"p{index}"] = value
         sets.append(f"r.`{name}` = $p{index}")
-    identity = ""
+    nodes = f"MERGE (a:{source} {{key: $a}}) MERGE (b:{target} {{key: $b}})"
     if op.each_event:
         params["uid"] = f"{op.cite.session}/{op.cite.seq}"
-        identity = " {uid: $uid}"
-    execute(
-        f"MERGE (a:{source} {{key: $a}}) MERGE (b:{target} {{key: $b}}) "
-        f"MERGE (a)-[r:{op.type}{identity}]->(b) SET {', '.join(sets)}",
-        params,
-    )
+        sets.append("r.uid = $uid")
+    else:  # one per (type, source, target), remembered by its key in `LINKS_TABLE`
+        params["link"] = f"{op.type}\x1f{source}:{op.source.key}\x1f{target}:{op.target.key}"
+        if execute(f"MATCH (l:{LINKS_TABLE} {{key: $link}}) RETURN l.key AS key", {"link": params["link"]}):
+            again = f"MATCH (a:{source} {{key: $a}})-[r:{op.type}]->(b:{target} {{key: $b}})"
+            execute(f"{again} SET {', '.join(sets)}", params)
+            return
+        nodes += f" CREATE (:{LINKS_TABLE} {{key: $link}})"
+    # created, not merged: MERGE on a relationship scans its table (milliseconds, growing with the model)
+    execute(f"{nodes} CREATE (a)-[r:{op.type}]->(b) SET {', '.join(sets)}", params)
 
 
 def revise(execute: Execute, op: ReviseItem) -> None:
@@ -134,24 +138,18 @@ def revise(execute: Execute, op: ReviseItem) -> None:
 
 
 def sequence(execute: Execute, op: SequenceMessage) -> None:
-    rows = execute("MERGE (m:Message {key: $m}) RETURN m.position AS position", {"m": op.message})
-    if rows[0]["position"] is not None:
-        return  # already in its place
-    run = execute(
-        "MERGE (r:WorkflowRun {key: $run}) RETURN r.messageCount AS count, r.lastMessage AS last",
-        {"run": op.run},
-    )[0]
-    position = int(run["count"] or 0) + 1
-    execute(
-        "MATCH (r:WorkflowRun {key: $run}), (m:Message {key: $m}) "
-        "SET m.position = $position, m.runId = $run, r.messageCount = $position, r.lastMessage = $m",
-        {"run": op.run, "m": op.message, "position": position},
+    placed = execute(  # a message already positioned is left where it is (no row)
+        "MERGE (m:Message {key: $m}) WITH m WHERE m.position IS NULL MERGE (r:WorkflowRun {key: $run}) "
+        "WITH m, r, coalesce(r.messageCount, 0) + 1 AS position, r.lastMessage AS last "
+        "SET m.position = position, m.runId = $run, r.messageCount = position, r.lastMessage = m.key "
+        "RETURN last",
+        {"run": op.run, "m": op.message},
     )
-    if run["last"] is not None:
+    if placed and placed[0]["last"] is not None:
         execute(
-            "MATCH (a:Message {key: $a}), (b:Message {key: $b}) MERGE (a)-[r:NEXT]->(b) "
+            "MATCH (a:Message {key: $a}), (b:Message {key: $b}) CREATE (a)-[r:NEXT]->(b) "
             f"SET r.at = $at, {_CITE.format('r')}",
-            {"a": run["last"], "b": op.message, "at": op.cite.ts, **_cite(op.cite)},
+            {"a": placed[0]["last"], "b": op.message, "at": op.cite.ts, **_cite(op.cite)},
         )
 
 
