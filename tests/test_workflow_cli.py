@@ -19,9 +19,8 @@ from typer.testing import CliRunner
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.cli import app
-from gateway.node import Node
 from tests.conftest import REPO, cli_env, run_cli
-from tests.test_workflow_live import Recorded, record_story
+from tests.test_workflow_live import Recorded, record_story, workflow_node
 from tests.workflow_support import ISSUE, PULL
 
 pytestmark = pytest.mark.anyio
@@ -30,14 +29,8 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 async def story(settings: Settings, log: EventLog) -> AsyncIterator[Recorded]:
     """The rocket story, projected by a node that runs the workflow projector alone."""
-    node, stop = Node(replace(settings, projectors="workflow", producers="none")), asyncio.Event()
-    task = asyncio.create_task(node.run(stop))
-    await asyncio.wait_for(node.ready.wait(), 30)
-    try:
+    async with workflow_node(settings, log):
         yield await record_story(log)
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 30)
 
 
 class Cli:

@@ -5,7 +5,10 @@ are appended through the log, and every question is asked over NATS through `Wor
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
@@ -18,6 +21,7 @@ from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.node import Node
 from gateway.packs.workflow.client import WorkflowClient
+from gateway.packs.workflow.neo4j_store import neo4j_workflow_store
 from gateway.packs.workflow.reads import (
     IssueQuestion,
     IssueRunsQuestion,
@@ -29,10 +33,11 @@ from gateway.packs.workflow.reads import (
     ToolCallsQuestion,
 )
 from projectors.generations import Generations
+from readmodels.neo4j.local import Neo4jEndpoint
 from readmodels.query.answers import ask
 from readmodels.query.protocol import MemoryUnavailableError
 from readmodels.retrieval.model import QueryError
-from tests.conftest import run_cli
+from tests.conftest import REPO, cli_env, run_cli
 from tests.runtime_support import drained
 from tests.workflow_support import ISSUE, PULL, rocket_story
 
@@ -41,17 +46,36 @@ CONSUMER = "projector-workflow"
 SESSION = "w1"
 
 
-@pytest.fixture
-async def node(settings: Settings) -> AsyncIterator[Node]:
-    """A node that runs the workflow projector alone (no memory models, no producers)."""
+@contextlib.asynccontextmanager
+async def workflow_node(settings: Settings, log: EventLog) -> AsyncIterator[Node]:
+    """A node that runs the workflow projector alone (no memory models, no producers), once it answers."""
     running, stop = Node(replace(settings, projectors="workflow", producers="none")), asyncio.Event()
     task = asyncio.create_task(running.run(stop))
     await asyncio.wait_for(running.ready.wait(), 30)
     try:
+        await answering(WorkflowClient(log.client))
         yield running
     finally:
         stop.set()
         await asyncio.wait_for(task, 30)
+
+
+async def answering(reads: WorkflowClient, timeout: float = 30) -> None:
+    """Until the projector is open and its questions are served (a moment after the node is ready)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            await reads.runs(RunsQuestion(limit=1))
+            return
+        except MemoryUnavailableError:
+            assert asyncio.get_running_loop().time() < deadline, "the workflow projector never answered"
+            await asyncio.sleep(0.05)
+
+
+@pytest.fixture
+async def node(settings: Settings, log: EventLog) -> AsyncIterator[Node]:
+    async with workflow_node(settings, log) as running:
+        yield running
 
 
 class Recorded:
@@ -178,3 +202,36 @@ async def test_a_bad_question_is_invalid_input_naming_the_field(node: Node, log:
 async def test_without_a_node_running_it_the_client_says_so(log: EventLog) -> None:
     with pytest.raises(MemoryUnavailableError, match="EVENTLOOM_PROJECTORS must include workflow"):
         await WorkflowClient(log.client).runs(RunsQuestion())
+
+
+async def test_on_neo4j_every_answer_is_the_same_after_an_in_place_rebuild(
+    settings: Settings, log: EventLog, neo4j_endpoint: Neo4jEndpoint
+) -> None:
+    on_neo4j = replace(
+        settings,
+        graph_backend="neo4j",
+        neo4j_uri=neo4j_endpoint.uri,
+        neo4j_user=neo4j_endpoint.user,
+        neo4j_password=neo4j_endpoint.password,
+    )
+    async with neo4j_workflow_store(on_neo4j) as shared:  # the server is shared: start from nothing
+        await shared.clear()
+    reads = WorkflowClient(log.client)
+    async with workflow_node(on_neo4j, log):
+        story = await record_story(log)
+        await check_answers(reads, story)
+        before = await everything(reads)
+    # in place: the live projector is stopped meanwhile
+    neo4j_env = {"NEO4J_URI": neo4j_endpoint.uri, "NEO4J_USER": neo4j_endpoint.user,
+                 "NEO4J_PASSWORD": neo4j_endpoint.password}  # fmt: skip
+    command = [sys.executable, "-m", "gateway", "rebuild", "workflow", "--backend", "neo4j", "--json"]
+    rebuilt = await asyncio.to_thread(
+        subprocess.run, command, env={**cli_env(on_neo4j), **neo4j_env}, capture_output=True, text=True,
+        cwd=REPO, timeout=120, check=False,
+    )  # fmt: skip
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    report = json.loads(rebuilt.stdout)
+    assert (report["in_place"], report["events"]) == (True, len(rocket_story().events))
+    async with workflow_node(on_neo4j, log):
+        await drained(log, CONSUMER)
+        assert await everything(reads) == before
