@@ -42,16 +42,17 @@ from gateway.packs.workflow.reads import (
 )
 from readmodels.graph.cypher.io import ExecuteAsync, Row
 
-NEWEST_FIRST: Final = "ORDER BY r.startedAt DESC, r.session DESC, r.seq DESC, r.key DESC LIMIT $limit"
+NEWEST_FIRST: Final = "r.startedAt DESC, r.session DESC, r.seq DESC, r.key DESC LIMIT $limit"
 _RUNS: Final = (
-    f"MATCH (r:WorkflowRun) WHERE r.startedAt IS NOT NULL RETURN properties(r) AS run {NEWEST_FIRST}"
+    f"MATCH (r:WorkflowRun) WHERE r.startedAt IS NOT NULL RETURN properties(r) AS run ORDER BY {NEWEST_FIRST}"
 )
-_RUNS_OF_TYPE: Final = (
+_RUNS_OF_TYPE: Final = (  # the type first in the order (it is one): the index gives the rows in order
     "MATCH (r:WorkflowRun) WHERE r.workflowType = $type AND r.startedAt IS NOT NULL "
-    f"RETURN properties(r) AS run {NEWEST_FIRST}"
+    f"RETURN properties(r) AS run ORDER BY r.workflowType DESC, {NEWEST_FIRST}"
 )
 _ISSUE_RUNS: Final = (
-    f"MATCH (:Issue {{key: $issue}})-[:HAS_RUNS]->(r:WorkflowRun) RETURN properties(r) AS run {NEWEST_FIRST}"
+    "MATCH (:Issue {key: $issue})-[:HAS_RUNS]->(r:WorkflowRun) "
+    f"RETURN properties(r) AS run ORDER BY {NEWEST_FIRST}"
 )
 
 
@@ -66,11 +67,12 @@ _SEQUENCE: Final = (
 )
 _CONVERSATION: Final = "AND NOT m:ToolCall AND NOT m:ToolResult"
 _TOOL_CALLS: Final = (
-    "MATCH (c:ToolCall) WHERE {where} "
+    "MATCH (c:ToolCall) WHERE c.timestamp IS NOT NULL {where} "
     "WITH c, head([(c)-[:HAS_RESULT]->(res:ToolResult) | res]) AS res {errors} "
     "RETURN properties(c) AS call, properties(res) AS result "
-    "ORDER BY c.timestamp, c.session, c.seq, c.key LIMIT $limit"
+    "ORDER BY {first}c.timestamp, c.session, c.seq, c.key LIMIT $limit"
 )
+"""Tool calls in time order; of one tool, the tool first in the order (it is one), as its index gives them."""
 _PLAN_LINEAGE: Final = (
     "MATCH (p:Message {key: $plan}) WHERE p:Plan "
     "MATCH (p)-[:PREVIOUS_VERSION*0..]->(root:Message) WHERE NOT (root)-[:PREVIOUS_VERSION]->() "
@@ -137,15 +139,17 @@ class Neo4jWorkflowReads:
         return [message_view(row["m"], row["respondsTo"]) for row in rows]
 
     async def tool_calls(self, question: ToolCallsQuestion) -> list[ToolCallView]:
-        conditions, params = ["true"], dict[str, Any](limit=check_limit(question.limit))
+        conditions, params = "", dict[str, Any](limit=check_limit(question.limit))
         if question.run_id is not None:
-            conditions.append("c.runId = $run")
+            conditions += " AND c.runId = $run"
             params["run"] = question.run_id
         if question.tool is not None:
-            conditions.append("c.toolName = $tool")
+            conditions += " AND c.toolName = $tool"
             params["tool"] = question.tool
         cypher = _TOOL_CALLS.format(
-            where=" AND ".join(conditions), errors="WHERE res.isError = true" if question.errors_only else ""
+            where=conditions,
+            errors="WHERE res.isError = true" if question.errors_only else "",
+            first="c.toolName, " if question.tool is not None and question.run_id is None else "",
         )
         return [
             ToolCallView(

@@ -6,8 +6,10 @@ and an applied migration is never edited (a change is a new migration). Labels c
 of `model` only.
 
 What each read needs: a run, issue, item or message by key (the unique constraints); the runs of a type,
-newest first (`workflow_run_type_started`), of every type (`workflow_run_started`); tool calls by tool
-(`workflow_tool_call_name`) or by run (`workflow_tool_call_run`). A run's sequence, an issue's runs, a
+newest first (`workflow_run_type_started`), of every type (`workflow_run_started`); tool calls in time
+order (`workflow_tool_call_time`), of one tool (`workflow_tool_call_name_time`) or of a run
+(`workflow_tool_call_run`). Each of these indexes also gives its rows in the order asked, so a `LIMIT`
+stops early instead of sorting every match. A run's sequence, an issue's runs, a
 plan's lineage and reviews, and an item's revisions are reached by relationships from a node found by key.
 """
 
@@ -35,9 +37,14 @@ _READ_INDEXES: Final = (
     "CREATE INDEX workflow_tool_call_name IF NOT EXISTS FOR (m:ToolCall) ON (m.toolName)",
     "CREATE INDEX workflow_tool_call_run IF NOT EXISTS FOR (m:ToolCall) ON (m.runId)",
 )
+_ORDERED_READS: Final = (  # tool calls in time order, of every tool or of one, without sorting them all
+    "CREATE INDEX workflow_tool_call_time IF NOT EXISTS FOR (m:ToolCall) ON (m.timestamp)",
+    "CREATE INDEX workflow_tool_call_name_time IF NOT EXISTS FOR (m:ToolCall) ON (m.toolName, m.timestamp)",
+)
 MIGRATIONS: Final = (
     ("workflow_0001_keys", _KEYS),
     ("workflow_0002_read_indexes", _READ_INDEXES),
+    ("workflow_0003_ordered_reads", _ORDERED_READS),
 )
 
 
