@@ -4,7 +4,7 @@ Subject `eventloom.q.<projector>.<question>`, queue group `<projector>`: every p
 projector answers, any number of stateless clients ask. The body is the question's JSON; the reply is the
 envelope of the memory query service (`readmodels.query.service.Reply`): `{"result": ...}` or
 `{"error": {"code", "message"}}`, `invalid_input` when the answerer raised a `ValueError` (its message
-names the field).
+names the field), `unavailable` when it raised `ReadModelUnavailableError`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ import nats.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
+from eventloom.errors import ReadModelUnavailableError
 from readmodels.query.client import DEFAULT_TIMEOUT_S, request_reply
+from readmodels.query.protocol import MemoryUnavailableError
 from readmodels.query.service import answer
 from readmodels.retrieval.model import QueryError
 
@@ -58,6 +60,8 @@ async def serve_answers(
                 return await answerer(question, data)
             except ValueError as exc:  # the answerer's word for a bad question
                 raise QueryError(str(exc)) from None
+            except ReadModelUnavailableError as exc:  # its store is down, or being swapped
+                raise MemoryUnavailableError(str(exc)) from None
 
         reply = await answer(asked, message.data)
         await message.respond(msgspec.json.encode(reply))
