@@ -138,18 +138,24 @@ def revise(execute: Execute, op: ReviseItem) -> None:
 
 
 def sequence(execute: Execute, op: SequenceMessage) -> None:
-    placed = execute(  # a message already positioned is left where it is (no row)
-        "MERGE (m:Message {key: $m}) WITH m WHERE m.position IS NULL MERGE (r:WorkflowRun {key: $run}) "
-        "WITH m, r, coalesce(r.messageCount, 0) + 1 AS position, r.lastMessage AS last "
-        "SET m.position = position, m.runId = $run, r.messageCount = position, r.lastMessage = m.key "
-        "RETURN last",
-        {"run": op.run, "m": op.message},
+    params = {"run": op.run, "m": op.message}
+    found = execute(
+        "MERGE (m:Message {key: $m}) MERGE (r:WorkflowRun {key: $run}) "
+        "RETURN m.position AS position, r.messageCount AS count, r.lastMessage AS last",
+        params,
+    )[0]
+    if found["position"] is not None:
+        return  # a message already positioned is left where it is
+    execute(
+        "MATCH (m:Message {key: $m}), (r:WorkflowRun {key: $run}) "
+        "SET m.position = $position, m.runId = $run, r.messageCount = $position, r.lastMessage = $m",
+        {**params, "position": int(found["count"] or 0) + 1},
     )
-    if placed and placed[0]["last"] is not None:
+    if found["last"] is not None:
         execute(
             "MATCH (a:Message {key: $a}), (b:Message {key: $b}) CREATE (a)-[r:NEXT]->(b) "
             f"SET r.at = $at, {_CITE.format('r')}",
-            {"a": placed[0]["last"], "b": op.message, "at": op.cite.ts, **_cite(op.cite)},
+            {"a": found["last"], "b": op.message, "at": op.cite.ts, **_cite(op.cite)},
         )
 
 
