@@ -11,6 +11,8 @@ from typing import Any, Final, Literal, Protocol, TypeAlias
 
 import msgspec
 
+from gateway.packs.workflow.events import ItemKey
+
 MAX_LIMIT: Final = 1000
 
 
@@ -153,7 +155,7 @@ class RunsQuestion(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
 
 
 class IssueRunsQuestion(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    issue: str
+    issue: ItemKey
     limit: int = 20
 
 
@@ -176,11 +178,11 @@ class PlanQuestion(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
 
 
 class IssueQuestion(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    issue: str
+    issue: ItemKey
 
 
 class ItemQuestion(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    key: str
+    key: ItemKey
     label: Literal["Issue", "PullRequest"] = "Issue"
 
 
