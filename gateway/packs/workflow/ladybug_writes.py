@@ -8,7 +8,7 @@ The caller holds the transaction: these functions only run statements through `e
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import Any, Final, assert_never
 
 from gateway.packs.workflow.ladybug_schema import COLUMNS, LINKS_TABLE, PAIRS, REVISABLE
 from gateway.packs.workflow.model import (
@@ -206,3 +206,5 @@ def apply_operation(execute: Execute, op: Operation) -> None:
             set_plan_status(execute, op)
         case FinishRun():
             finish_run(execute, op)
+        case _:
+            assert_never(op)
