@@ -26,7 +26,7 @@ import pyarrow as pa
 from readmodels.graph.bulk.loader import SPILL_EVERY_ROWS, BulkLoader, LoadProgress, SpilledFiles
 from readmodels.graph.bulk.tables import CHECKPOINT, CopyTarget, copy_order
 from readmodels.graph.protocol import GraphStoreError
-from readmodels.neo4j.driver import NOT_GRAPH_LABELS
+from readmodels.neo4j.driver import GRAPH_LABELS
 from readmodels.neo4j.graph_store import Neo4jGraphStore
 from readmodels.neo4j.schema import bulk_deferred
 
@@ -148,9 +148,7 @@ class Neo4jTableSink:
 
     async def open(self) -> None:
         await self.store.open()
-        rows = await self.store.run_write(
-            f"MATCH (n) WHERE NOT n:{NOT_GRAPH_LABELS} RETURN count(n) > 0 AS busy", {}
-        )
+        rows = await self.store.run_write(f"MATCH (n:{GRAPH_LABELS}) RETURN count(n) > 0 AS busy", {})
         if rows[0]["busy"]:
             await self.store.close()
             raise GraphStoreError(f"Neo4j {self.name} already holds a graph; bulk loading needs an empty one")

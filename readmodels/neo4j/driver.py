@@ -21,8 +21,10 @@ from readmodels.neo4j.schema import apply_migrations
 
 T = TypeVar("T")
 UNREACHABLE: Final = (ServiceUnavailable, SessionExpired, TransientError, OSError)
-NOT_GRAPH_LABELS: Final = "Migration|KeywordDoc|VectorDoc|DocCheckpoint"
-"""Nodes in the graph's database that are not the graph: clearing or bulk-loading the graph leaves them."""
+GRAPH_LABELS: Final = "Session|Event|Entity|EntityKey|Source|Checkpoint"
+"""The graph's own nodes. Clearing or bulk-loading the graph touches only these: the database also holds
+`Migration` records, the keyword and vector models and whatever read models plug-ins keep there (the
+workflow pack's, for one), which the core cannot name."""
 
 
 async def fetch(tx: AsyncManagedTransaction, cypher: str, params: Mapping[str, Any] | None) -> list[Row]:

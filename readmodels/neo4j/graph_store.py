@@ -35,7 +35,7 @@ from readmodels.graph.records import (
 from readmodels.graph.snapshot import load_open_edges, load_snapshot, read_checkpoints
 from readmodels.graph.versioning import Resolver, load_request
 from readmodels.graph.writes import WriteStep, write_steps
-from readmodels.neo4j.driver import NOT_GRAPH_LABELS, auto_commit, connect, fetch, unavailable_as_error
+from readmodels.neo4j.driver import GRAPH_LABELS, auto_commit, connect, fetch, unavailable_as_error
 from readmodels.neo4j.schema import DEFAULT_VECTOR_DIMENSIONS, apply_migrations, schema_plan
 
 T = TypeVar("T")
@@ -132,7 +132,7 @@ class Neo4jGraphStore:
 
     async def clear(self) -> None:
         """Delete every node and relationship of the graph (before a rebuild), keeping the schema's
-        `Migration` records and the other read models in this database (`NOT_GRAPH_LABELS`).
+        `Migration` records and every other read model in this database (only `GRAPH_LABELS` are deleted).
 
         In batches, each its own transaction: a large graph does not fit one transaction's memory.
         """
@@ -140,8 +140,7 @@ class Neo4jGraphStore:
             raise GraphStoreError("the graph store is not open")
         await unavailable_as_error(
             auto_commit(self._driver, self.database)(
-                f"MATCH (n) WHERE NOT n:{NOT_GRAPH_LABELS} "
-                "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS",
+                f"MATCH (n:{GRAPH_LABELS}) CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS",
                 {},
             ),
             self.uri,
