@@ -43,7 +43,6 @@ from readmodels.graph.cypher.io import Execute
 
 _NEWEST: Final = "ORDER BY r.startedAt DESC, r.session DESC, r.seq DESC, r.key DESC LIMIT $limit"
 _TOOL_TRAFFIC: Final = "m.kind <> 'tool_call' AND m.kind <> 'tool_result'"
-_RESPONDS_TO: Final = "OPTIONAL MATCH (m)-[:RESPONDS_TO]->(t:Message)"
 Action = Literal["reviewed", "approved", "rejected", "edited", "commented", "suggested_edit"]
 _ACTIONS: Final[dict[str, Action]] = {
     "REVIEWS": "reviewed",
@@ -78,8 +77,8 @@ def _run_messages(
 ) -> list[MessageView]:
     where = "m.position >= $from" + (f" AND {_TOOL_TRAFFIC}" if conversation else "")
     rows = execute(
-        f"MATCH (r:WorkflowRun {{key: $run}})<-[:PART_OF]-(m:Message) WHERE {where} {_RESPONDS_TO} "
-        f"RETURN {MESSAGE}, t.key AS responds_to ORDER BY position",
+        f"MATCH (r:WorkflowRun {{key: $run}})<-[:PART_OF]-(m:Message) WHERE {where} "
+        f"RETURN {MESSAGE} ORDER BY position",
         {"run": run, "from": from_position},
     )
     return [message_view(row) for row in rows]
@@ -95,7 +94,7 @@ def path(execute: Execute, question: PathQuestion) -> list[MessageView]:
     if question.run_id is not None:
         return _run_messages(execute, question.run_id, False)
     rows = execute(
-        f"MATCH (m:Message {{key: $key}}) {_RESPONDS_TO} RETURN {MESSAGE}, t.key AS responds_to",
+        f"MATCH (m:Message {{key: $key}}) RETURN {MESSAGE}",
         {"key": question.message_id},
     )
     if not rows:
@@ -117,10 +116,12 @@ def tool_calls(execute: Execute, question: ToolCallsQuestion) -> list[ToolCallVi
     if question.tool is not None:
         where.append("m.toolName = $tool")
         params["tool"] = question.tool
-    errors = "WITH m, x WHERE m.status = 'error' OR x.isError = true " if question.errors_only else ""
+    if question.errors_only:
+        start += "-[:HAS_RESULT]->(x:Message)"
+        where.append("x.isError = true")
     rows = execute(
-        f"{start} WHERE {' AND '.join(where)} OPTIONAL MATCH (m)-[:HAS_RESULT]->(x:Message) {errors}"
-        f"RETURN {MESSAGE}, x.key AS result ORDER BY timestamp, session, seq, key LIMIT $limit",
+        f"{start} WHERE {' AND '.join(where)} "
+        f"RETURN {MESSAGE} ORDER BY timestamp, session, seq, key LIMIT $limit",
         params,
     )
     results = _messages(execute, [str(row["result"]) for row in rows if row["result"] is not None])

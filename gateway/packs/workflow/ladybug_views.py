@@ -40,7 +40,7 @@ MESSAGE: Final = (
     "m.position AS position, m.runId AS run_id, m.author AS author, m.toolName AS tool_name, "
     "m.parameters AS parameters, m.callId AS call_id, m.isError AS is_error, "
     "m.errorMessage AS error_message, m.status AS status, m.version AS version, m.metadata AS metadata, "
-    f"{_citation_columns('m')}"
+    f"m.respondsTo AS responds_to, m.resultId AS result, {_citation_columns('m')}"
 )
 PLAN: Final = (
     "p.key AS key, p.version AS version, p.status AS status, p.content AS content, p.current AS current, "
@@ -81,7 +81,7 @@ def message_view(row: Row) -> MessageView:
         position=row["position"],
         run_id=row["run_id"],
         author=row["author"],
-        responds_to=row.get("responds_to"),
+        responds_to=row["responds_to"],
         tool_name=row["tool_name"],
         parameters=decoded(row["parameters"]) if kind == "tool_call" else None,
         call_id=row["call_id"],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final, assert_never
 
-from gateway.packs.workflow.ladybug_schema import COLUMNS, LINKS_TABLE, PAIRS, REVISABLE
+from gateway.packs.workflow.ladybug_schema import COLUMNS, DENORMALIZED, LINKS_TABLE, PAIRS, REVISABLE
 from gateway.packs.workflow.model import (
     Cite,
     FinishRun,
@@ -92,6 +92,9 @@ def link(execute: Execute, op: LinkNodes) -> None:
         params[f"p{index}"] = value
         sets.append(f"r.`{name}` = $p{index}")
     nodes = f"MERGE (a:{source} {{key: $a}}) MERGE (b:{target} {{key: $b}})"
+    column = DENORMALIZED.get(op.type)
+    if column is not None:
+        nodes += f" SET a.{column} = $b"
     if op.each_event:
         params["uid"] = f"{op.cite.session}/{op.cite.seq}"
         sets.append("r.uid = $uid")
@@ -99,7 +102,7 @@ def link(execute: Execute, op: LinkNodes) -> None:
         params["link"] = f"{op.type}\x1f{source}:{op.source.key}\x1f{target}:{op.target.key}"
         if execute(f"MATCH (l:{LINKS_TABLE} {{key: $link}}) RETURN l.key AS key", {"link": params["link"]}):
             again = f"MATCH (a:{source} {{key: $a}})-[r:{op.type}]->(b:{target} {{key: $b}})"
-            execute(f"{again} SET {', '.join(sets)}", params)
+            execute(f"{again} SET {', '.join(sets + ([f'a.{column} = $b'] if column else []))}", params)
             return
         nodes += f" CREATE (:{LINKS_TABLE} {{key: $link}})"
     # created, not merged: MERGE on a relationship scans its table (milliseconds, growing with the model)
