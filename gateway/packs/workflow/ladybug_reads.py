@@ -42,7 +42,7 @@ from gateway.packs.workflow.reads import (
 from readmodels.graph.cypher.io import Execute
 
 _NEWEST: Final = "ORDER BY r.startedAt DESC, r.session DESC, r.seq DESC, r.key DESC LIMIT $limit"
-_TOOL_TRAFFIC: Final = "m.kind <> 'tool_call' AND m.kind <> 'tool_result'"
+_TOOL_TRAFFIC: Final = "NOT coalesce(m.kind, 'message') IN ['tool_call', 'tool_result']"
 Action = Literal["reviewed", "approved", "rejected", "edited", "commented", "suggested_edit"]
 _ACTIONS: Final[dict[str, Action]] = {
     "REVIEWS": "reviewed",
