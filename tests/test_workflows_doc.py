@@ -40,7 +40,7 @@ async def record_as_the_doc_does(settings: Settings, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("EVENTLOOM_NATS_URL", settings.nats_url)
     source = PYTHON[0].replace("asyncio.run(main())", "")
     namespace: dict[str, Any] = {}
-    exec(compile(source, "docs/workflows.md", "exec"), namespace)  # noqa: S102 (the doc's own example)
+    exec(compile(source, "docs/workflows.md", "exec"), namespace)  # the doc's own example
     await namespace["main"]()
 
 
@@ -48,7 +48,7 @@ async def ask_as_the_doc_does(log: EventLog) -> Any:
     body = textwrap.indent(PYTHON[1].replace("print(", "printed.append("), "    ")
     source = f"async def example(log, printed):\n{body}\n    return history"
     namespace: dict[str, Any] = {}
-    exec(compile(source, "docs/workflows.md", "exec"), namespace)  # noqa: S102 (the doc's own example)
+    exec(compile(source, "docs/workflows.md", "exec"), namespace)  # the doc's own example
     printed: list[str] = []
     history = await namespace["example"](log, printed)
     return history, printed
