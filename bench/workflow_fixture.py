@@ -4,7 +4,7 @@ Each run is one session: `workflow.run.started` for an issue, then `messages` it
 prompt, the user's request, tool calls each followed by its result, one in ten failing, assistant turns, a
 plan and an edited second version of it, a final answer), two reviews of the plan, `workflow.run.completed`;
 one run in four also opens a pull request that resolves the issue and marks the plan implemented. Issues
-(five runs each on average) are opened in their repository's session first. `concurrent` runs are
+(five runs each) are opened in their repository's session first. `concurrent` runs are
 interleaved, as agents running side by side would append them. Events are built in memory (hashed, not
 signed: the stores never see a signature) so the benchmark measures the projection, not the bus.
 """
@@ -161,7 +161,7 @@ def runs(count: int, messages: int, concurrent: int, seed: int = 7) -> Iterator[
         )
     for first in range(0, count, concurrent):
         batch = range(first, min(count, first + concurrent))
-        streams = [_run(sessions, index, issue_key(rng.randrange(issues)), messages, rng) for index in batch]
+        streams = [_run(sessions, index, issue_key(index % issues), messages, rng) for index in batch]
         while streams:
             for stream in list(streams):
                 item = next(stream, None)
