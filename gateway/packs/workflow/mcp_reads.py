@@ -51,6 +51,8 @@ def plain(answer: Any) -> Any:
 
 
 def register_read_tools(server: MCPServer, backend: Backend) -> None:
+    """Runs and what happened in them."""
+
     @server.tool()
     async def workflow_runs(workflow_type: Id | None = None, limit: Limit = 20) -> dict[str, Any]:
         """Runs, newest first: of one workflow type, or of every type."""
@@ -80,6 +82,10 @@ def register_read_tools(server: MCPServer, backend: Backend) -> None:
         """Tool calls with their results: of a run or of all, of one tool, only those that failed."""
         question = ToolCallsQuestion(run_id=run_id, tool=tool, errors_only=errors_only, limit=limit)
         return {"tool_calls": plain(await reads_of(backend).tool_calls(question))}
+
+
+def register_history_tools(server: MCPServer, backend: Backend) -> None:
+    """Plans, issues and pull requests: their versions, reviews and revisions; the NEXT path."""
 
     @server.tool()
     async def workflow_plan_history(plan_id: Id) -> dict[str, Any]:

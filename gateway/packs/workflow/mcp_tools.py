@@ -21,7 +21,7 @@ from gateway.mcp.arguments import Session
 from gateway.mcp.backend import Backend
 from gateway.mcp.caller import current_caller
 from gateway.packs.workflow import events as ev
-from gateway.packs.workflow.mcp_reads import register_read_tools
+from gateway.packs.workflow.mcp_reads import register_history_tools, register_read_tools
 from gateway.packs.workflow.recording import build, fresh_id, new_run_id, record
 
 ITEM_PATTERN: Final = ev.ITEM_KEY.pattern
@@ -50,8 +50,13 @@ Role = Annotated[ev.Role, Field(description="Who spoke: user, system or assistan
 def register(server: MCPServer, backend: Backend) -> None:
     """Entry point `eventloom.mcp_tools`: the recording tools, then the read tools."""
     register_run_tools(server, backend)
+    register_message_tools(server, backend)
+    register_result_tools(server, backend)
     register_plan_tools(server, backend)
+    register_review_tools(server, backend)
+    register_outcome_tools(server, backend)
     register_read_tools(server, backend)
+    register_history_tools(server, backend)
 
 
 async def _record(
@@ -84,6 +89,8 @@ def recorded(event: Event) -> dict[str, Any]:
 
 
 def register_run_tools(server: MCPServer, backend: Backend) -> None:
+    """A run: its start and its end."""
+
     @server.tool()
     async def workflow_run_start(
         session: Session,
@@ -107,6 +114,22 @@ def register_run_tools(server: MCPServer, backend: Backend) -> None:
         )
         answer = await _record(backend, session, payload, scope=run_id, item="run:started", field="run_id")
         return {"run_id": run_id, **answer}
+
+    @server.tool()
+    async def workflow_run_complete(
+        session: Session,
+        run_id: RunId,
+        status: ev.RunStatus = "succeeded",
+        result: Annotated[str | None, Field(max_length=1_000_000)] = None,
+    ) -> dict[str, Any]:
+        """End the run: succeeded, failed or cancelled, with what came of it."""
+        payload = build(ev.RunCompleted, run_id=run_id, status=status, result=result)
+        answer = await _record(backend, session, payload, scope=run_id, item="run:completed", field="run_id")
+        return {"run_id": run_id, **answer}
+
+
+def register_message_tools(server: MCPServer, backend: Backend) -> None:
+    """A run's messages and its tool calls."""
 
     @server.tool()
     async def workflow_message(
@@ -156,6 +179,10 @@ def register_run_tools(server: MCPServer, backend: Backend) -> None:
         )
         return {"call_id": call_id, **answer}
 
+
+def register_result_tools(server: MCPServer, backend: Backend) -> None:
+    """A tool call's result."""
+
     @server.tool()
     async def workflow_tool_result(
         session: Session,
@@ -181,20 +208,10 @@ def register_run_tools(server: MCPServer, backend: Backend) -> None:
         answer = await _record(backend, session, payload, scope=run_id, item=item, field="result_id")
         return {"result_id": result_id, **answer}
 
-    @server.tool()
-    async def workflow_run_complete(
-        session: Session,
-        run_id: RunId,
-        status: ev.RunStatus = "succeeded",
-        result: Annotated[str | None, Field(max_length=1_000_000)] = None,
-    ) -> dict[str, Any]:
-        """End the run: succeeded, failed or cancelled, with what came of it."""
-        payload = build(ev.RunCompleted, run_id=run_id, status=status, result=result)
-        answer = await _record(backend, session, payload, scope=run_id, item="run:completed", field="run_id")
-        return {"run_id": run_id, **answer}
-
 
 def register_plan_tools(server: MCPServer, backend: Backend) -> None:
+    """A plan: proposed, or edited into its next version."""
+
     @server.tool()
     async def workflow_plan(
         session: Session,
@@ -230,6 +247,10 @@ def register_plan_tools(server: MCPServer, backend: Backend) -> None:
         )
         return {"plan_id": plan_id, **answer}
 
+
+def register_review_tools(server: MCPServer, backend: Backend) -> None:
+    """A review of a plan version."""
+
     @server.tool()
     async def workflow_plan_review(
         session: Session,
@@ -258,6 +279,10 @@ def register_plan_tools(server: MCPServer, backend: Backend) -> None:
         item = f"review:{review_id}"
         answer = await _record(backend, session, payload, scope=scope, item=item, field="review_id")
         return {"review_id": review_id, **answer}
+
+
+def register_outcome_tools(server: MCPServer, backend: Backend) -> None:
+    """What a run led to: the plan carried out, a pull request."""
 
     @server.tool()
     async def workflow_plan_implemented(
