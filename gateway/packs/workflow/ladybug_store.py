@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 import ladybug
 
 from gateway.packs.workflow import ladybug_reads
+from gateway.packs.workflow.ladybug_batch import write_operations
 from gateway.packs.workflow.ladybug_schema import CHECKPOINT_TABLE, schema_plan
-from gateway.packs.workflow.ladybug_writes import apply_operation
 from gateway.packs.workflow.model import WorkflowChanges
 from gateway.packs.workflow.reads import (
     Implementation,
@@ -134,24 +134,20 @@ class LadybugWorkflowStore:
         self._execute("BEGIN TRANSACTION")
         try:
             applied = _checkpoints(self._execute, projector, list(dict.fromkeys(c.session for c in batch)))
-            moved: dict[str, WorkflowChanges] = {}
-            count = 0
+            known = set(applied)
+            todo: list[WorkflowChanges] = []
             for changes in batch:
-                if changes.seq <= applied.get(changes.session, 0):
-                    continue  # at or below the checkpoint: applied before
-                for operation in changes.operations:
-                    apply_operation(self._execute, operation)
-                applied[changes.session] = changes.seq
-                moved[changes.session] = changes
-                count += 1
-            for changes in moved.values():
-                _save_checkpoint(self._execute, projector, changes)
+                if changes.seq > applied.get(changes.session, 0):  # else at or below the checkpoint
+                    applied[changes.session] = changes.seq
+                    todo.append(changes)
+            write_operations(self._execute, [op for changes in todo for op in changes.operations])
+            _save_checkpoints(self._execute, projector, {c.session: c for c in todo}, known)
             self._execute("COMMIT")
         except BaseException:
             if self._connection is not None:
                 rollback(self._connection)
             raise
-        return count
+        return len(todo)
 
     # -- reads -------------------------------------------------------------------------------------------
 
@@ -189,15 +185,26 @@ def _checkpoints(execute: Execute, projector: str, sessions: list[str]) -> dict[
     return {str(row["session"]): int(row["seq"]) for row in rows}
 
 
-def _save_checkpoint(execute: Execute, projector: str, changes: WorkflowChanges) -> None:
-    execute(
-        f"MERGE (c:{CHECKPOINT_TABLE} {{id: $id}}) SET c.projector = $projector, c.session = $session, "
-        "c.seq = $seq, c.event_hash = $hash",
+def _save_checkpoints(
+    execute: Execute, projector: str, last: dict[str, WorkflowChanges], known: set[str]
+) -> None:
+    """Move each session's checkpoint to `last` of it (`known`: the sessions that have one already)."""
+    rows = [
         {
-            "id": f"{projector}\x1f{changes.session}",
+            "id": f"{projector}\x1f{session}",
             "projector": projector,
-            "session": changes.session,
+            "session": session,
             "seq": changes.seq,
             "hash": changes.event_hash,
-        },
-    )
+        }
+        for session, changes in last.items()
+    ]
+    new = [row["id"] for row in rows if row["session"] not in known]
+    if new:
+        execute(f"UNWIND $ids AS i CREATE (:{CHECKPOINT_TABLE} {{id: i}})", {"ids": new})
+    if rows:
+        execute(
+            f"UNWIND $rows AS r MATCH (c:{CHECKPOINT_TABLE} {{id: r.id}}) SET c.projector = r.projector, "
+            "c.session = r.session, c.seq = r.seq, c.event_hash = r.hash",
+            {"rows": rows},
+        )

@@ -1,4 +1,4 @@
-"""Writing the workflow model's operations to Neo4j, group by group (`neo4j_schedule`), in one transaction.
+"""Writing the workflow model's operations to Neo4j, group by group (`schedule`), in one transaction.
 
 Each group is one `UNWIND $rows AS r ...` statement (in chunks), its rows in the operations' order. Labels
 and relationship types in the Cypher text come from the closed sets of `model` (a group's shape); every
@@ -27,7 +27,7 @@ from gateway.packs.workflow.model import (
     UpsertNode,
     VersionPlan,
 )
-from gateway.packs.workflow.neo4j_schedule import Group, schedule
+from gateway.packs.workflow.schedule import Group, schedule
 from readmodels.graph.cypher.io import Row
 from readmodels.neo4j.driver import fetch
 

@@ -1,18 +1,20 @@
-"""Grouping a batch's operations into few statements without changing what they write.
+"""Grouping a batch's operations into few statements without changing what they write (both stores).
 
-A store applies each operation in order; on Neo4j one `UNWIND` statement per operation would be a round
-trip each. Operations of the same *shape* (an upsert of one label, a link of one type between two labels,
-a run's sequencing...) go into one group, run as one statement over its rows in order. Two operations of
-different shapes may swap places only when they touch nothing in common, so every operation declares what
-it touches, property by property (`(label, key, property)`): an operation joins the latest group of its
-shape unless it touches something a later group of another shape touched, in which case it starts a new
-group after it. Groups run in the order they were made. Same-shape order inside a group is row order, which
-the executors keep (`neo4j_writes`).
+A store applies each operation in order; one statement per operation would be a round trip each on Neo4j
+and a statement's fixed cost each on LadybugDB. Operations of the same *shape* (an upsert of one label,
+a link of one type between two labels, a run's sequencing...) go into one group, run as one statement
+over its rows in order. Two operations of different shapes may swap places only when they touch nothing
+in common, so every operation declares what it touches, property by property (`(label, key, property)`):
+an operation joins the latest group of its shape unless it touches something a later group of another
+shape touched, in which case it starts a new group after it. Groups run in the order they were made.
+Same-shape order inside a group is row order, which the executors keep (`neo4j_writes`,
+`ladybug_batch`). A store that writes more than the model says (LadybugDB keeps some relationships' far
+ends in columns) passes its own `touches`, a superset of this one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, TypeAlias
 
@@ -30,6 +32,7 @@ from gateway.packs.workflow.model import (
 Shape: TypeAlias = tuple[str, ...]
 Touch: TypeAlias = tuple[str, str, str]
 """(label, key, property): one property of one node that an operation reads or writes."""
+Touches: TypeAlias = Callable[[Operation], Iterable[Touch]]
 
 CITATION: Final = ("session", "seq", "hash", "kind")
 VERSIONING: Final = ("version", "originalVersion", "supersededBy", "current")
@@ -84,20 +87,16 @@ class Group:
 
 @dataclass
 class Schedule:
+    touched: Touches = field(default_factory=lambda: touches)
     groups: list[Group] = field(default_factory=list)
     _latest: dict[Shape, int] = field(default_factory=dict)
-    _touched: dict[Touch, dict[Shape, int]] = field(default_factory=dict)
+    _marks: dict[Touch, dict[Shape, int]] = field(default_factory=dict)
 
     def add(self, op: Operation) -> None:
         shape = shape_of(op)
-        marks = list(touches(op))
+        marks = list(self.touched(op))
         after = max(
-            (
-                index
-                for mark in marks
-                for other, index in self._touched.get(mark, {}).items()
-                if other != shape
-            ),
+            (index for mark in marks for other, index in self._marks.get(mark, {}).items() if other != shape),
             default=-1,
         )
         index = self._latest.get(shape, -1)
@@ -107,12 +106,13 @@ class Schedule:
             self._latest[shape] = index
         self.groups[index].operations.append(op)
         for mark in marks:
-            self._touched.setdefault(mark, {})[shape] = index
+            self._marks.setdefault(mark, {})[shape] = index
 
 
-def schedule(operations: Sequence[Operation]) -> list[Group]:
-    """The groups to run, in order, that write what running `operations` one by one writes."""
-    plan = Schedule()
+def schedule(operations: Sequence[Operation], touched: Touches = touches) -> list[Group]:
+    """The groups to run, in order, that write what running `operations` one by one writes, given what
+    each operation reads or writes (`touched`)."""
+    plan = Schedule(touched)
     for op in operations:
         plan.add(op)
     return plan.groups

@@ -1,0 +1,184 @@
+"""Applying a batch of the workflow model's operations to LadybugDB, each as its docstring in `model` says.
+
+The batch is grouped (`schedule`, told what LadybugDB writes beyond the model: the far-end columns of
+`DENORMALIZED`, a sequenced message's `runId`, a version's `parentId`, the revision nodes and the
+relationships some operations merge), its nodes are created at once (`ensure_nodes`: a bare node is what
+the first `MERGE` of it made), and each group is a few statements over all its rows. What an operation
+reads (a run's count and last message, a plan's version, a property's latest `at`, whether a relationship
+exists) is read once per group, then carried forward in Python, operation after operation, in order; the
+rows then hold each node's and relationship's final values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from gateway.packs.workflow import ladybug_derived
+from gateway.packs.workflow.ladybug_derived import revision_key
+from gateway.packs.workflow.ladybug_schema import DENORMALIZED, LINKS_TABLE
+from gateway.packs.workflow.ladybug_writes import (
+    WorkflowWriteError,
+    checked,
+    cite,
+    create_edges,
+    ensure_nodes,
+    link_properties,
+    set_nodes,
+    update_edges,
+)
+from gateway.packs.workflow.model import (
+    FinishRun,
+    LinkNodes,
+    NodeLabel,
+    Operation,
+    ReviseItem,
+    SequenceMessage,
+    SetPlanStatus,
+    UpsertNode,
+    VersionPlan,
+)
+from gateway.packs.workflow.schedule import Group, Touch, schedule, touches
+from readmodels.graph.cypher.io import Execute, Row
+
+_REVISION_COLUMNS: Final = ("id", "item", "label", "at", "values", "session", "seq", "hash")
+
+
+def touched(op: Operation) -> list[Touch]:
+    """What `op` reads or writes on LadybugDB: `schedule.touches`, plus the columns this store keeps
+    beyond the model and the relationships that an operation finds before writing (`edge:<TYPE>`)."""
+    marks = list(touches(op))
+    if isinstance(op, LinkNodes):
+        column = DENORMALIZED.get(op.type)
+        if column is not None:
+            marks.append((op.source.label, op.source.key, column))
+        marks.append((f"edge:{op.type}", op.source.key, op.target.key))
+    elif isinstance(op, SequenceMessage):
+        marks += [("Message", op.message, "runId"), ("WorkflowRun", op.run, "messageCount")]
+        marks.append(("WorkflowRun", op.run, "lastMessage"))
+    elif isinstance(op, VersionPlan) and op.parent is not None:
+        marks += [("Message", op.plan, "parentId"), ("edge:PREVIOUS_VERSION", op.plan, op.parent)]
+    elif isinstance(op, ReviseItem):
+        revision = revision_key(op)
+        marks += [("Revision", revision, name) for name in _REVISION_COLUMNS]
+        marks.append(("edge:HAS_REVISION", op.item.key, revision))
+    return marks
+
+
+def _refs(op: Operation) -> list[tuple[NodeLabel, str]]:
+    """The nodes `op` merges."""
+    if isinstance(op, UpsertNode):
+        return [(op.node.label, op.node.key)]
+    if isinstance(op, LinkNodes):
+        return [(op.source.label, op.source.key), (op.target.label, op.target.key)]
+    if isinstance(op, ReviseItem):
+        if op.item.label not in ("Issue", "PullRequest"):
+            raise WorkflowWriteError(
+                f"ReviseItem.item: only an Issue or a PullRequest is revised, not a {op.item.label}"
+            )
+        return [(op.item.label, op.item.key), ("Revision", revision_key(op))]
+    if isinstance(op, SequenceMessage):
+        return [("Message", op.message), ("WorkflowRun", op.run)]
+    if isinstance(op, VersionPlan):
+        if op.parent == op.plan:
+            raise WorkflowWriteError(f"VersionPlan.parent: plan {op.plan!r} cannot follow itself")
+        return [("Message", key) for key in (op.plan, op.parent) if key is not None]
+    if isinstance(op, SetPlanStatus):
+        return [("Message", op.plan)]
+    return [("WorkflowRun", op.run)]
+
+
+def upserts(execute: Execute, label: NodeLabel, ops: Sequence[UpsertNode]) -> None:
+    values: dict[str, Row] = {}
+    for op in ops:
+        row = values.setdefault(op.node.key, {})
+        for name, value in op.properties.items():
+            if value is not None:
+                row[name] = checked(label, name, value)
+        if op.defines:
+            row.update(cite(op.cite))
+            if op.kind is not None:
+                if label != "Message":
+                    raise WorkflowWriteError(f"{label}.kind: only a Message has a kind")
+                row["kind"] = op.kind
+    set_nodes(execute, label, values)
+
+
+def _link_key(op: LinkNodes) -> str:
+    return f"{op.type}\x1f{op.source.label}:{op.source.key}\x1f{op.target.label}:{op.target.key}"
+
+
+def links(execute: Execute, ops: Sequence[LinkNodes]) -> None:
+    """Links of one type between two labels: one per event, or one per (type, source, target), found by
+    its key in `LINKS_TABLE`; if found, its columns are set again."""
+    first = ops[0]
+    rel, ends = first.type, (first.source.label, first.target.label)
+    column = DENORMALIZED.get(rel)
+    if column is not None:
+        set_nodes(execute, ends[0], {op.source.key: {column: op.target.key} for op in ops})
+    if first.each_event:
+        rows = [
+            {"a": op.source.key, "b": op.target.key, "uid": f"{op.cite.session}/{op.cite.seq}"}
+            | link_properties(op)
+            for op in ops
+        ]
+        create_edges(execute, rel, ends, rows)
+        return
+    keys = list(dict.fromkeys(_link_key(op) for op in ops))
+    found = execute(
+        f"UNWIND $keys AS k MATCH (l:{LINKS_TABLE} {{key: k}}) RETURN l.key AS key", {"keys": keys}
+    )
+    existing = {str(row["key"]) for row in found}
+    created: dict[str, Row] = {}
+    updated: dict[str, Row] = {}
+    for op in ops:
+        key, row = _link_key(op), link_properties(op)
+        if key in created or key not in existing:
+            created.setdefault(key, {"a": op.source.key, "b": op.target.key}).update(row)
+        else:
+            updated.setdefault(key, {"a": op.source.key, "b": op.target.key}).update(row)
+    if created:
+        execute(f"UNWIND $keys AS k CREATE (:{LINKS_TABLE} {{key: k}})", {"keys": list(created)})
+    create_edges(execute, rel, ends, list(created.values()))
+    update_edges(execute, rel, ends, list(updated.values()))
+
+
+def statuses(execute: Execute, ops: Sequence[SetPlanStatus]) -> None:
+    set_nodes(execute, "Message", {op.plan: {"status": op.status} for op in ops})
+
+
+def finishes(execute: Execute, ops: Sequence[FinishRun]) -> None:
+    ends: dict[str, Row] = {}
+    for op in ops:
+        end = ends.setdefault(op.run, {})
+        end.update(status=op.status, completedAt=op.cite.ts)
+        if op.result is not None:
+            end["result"] = op.result
+    set_nodes(execute, "WorkflowRun", ends)
+
+
+def _group(execute: Execute, group: Group) -> None:
+    kind, ops = group.shape[0], group.operations
+    if kind == "upsert":
+        upserts(execute, group.shape[1], [op for op in ops if isinstance(op, UpsertNode)])  # type: ignore[arg-type]
+    elif kind == "link":
+        links(execute, [op for op in ops if isinstance(op, LinkNodes)])
+    elif kind == "revise":
+        revised = [op for op in ops if isinstance(op, ReviseItem)]
+        ladybug_derived.revisions(execute, revised[0].item.label, revised)
+    elif kind == "sequence":
+        ladybug_derived.sequence(execute, [op for op in ops if isinstance(op, SequenceMessage)])
+    elif kind == "version":
+        ladybug_derived.versions(execute, [op for op in ops if isinstance(op, VersionPlan)])
+    elif kind == "status":
+        statuses(execute, [op for op in ops if isinstance(op, SetPlanStatus)])
+    else:
+        finishes(execute, [op for op in ops if isinstance(op, FinishRun)])
+
+
+def write_operations(execute: Execute, operations: Sequence[Operation]) -> None:
+    """Apply `operations` (a batch's, in order) as their docstrings in `model` say; the caller holds the
+    transaction."""
+    ensure_nodes(execute, (ref for op in operations for ref in _refs(op)))
+    for group in schedule(operations, touched):
+        _group(execute, group)
