@@ -108,9 +108,34 @@ def _link_key(op: LinkNodes) -> str:
     return f"{op.type}\x1f{op.source.label}:{op.source.key}\x1f{op.target.label}:{op.target.key}"
 
 
-def links(execute: Execute, ops: Sequence[LinkNodes]) -> None:
-    """Links of one type between two labels: one per event, or one per (type, source, target), found by
-    its key in `LINKS_TABLE`; if found, its columns are set again."""
+class LinkKeys:
+    """The keys in `LINKS_TABLE` of a batch's once-only links: looked up at once, created at once."""
+
+    def __init__(self, execute: Execute, operations: Sequence[Operation]) -> None:
+        keys = [_link_key(op) for op in operations if isinstance(op, LinkNodes) and not op.each_event]
+        found = execute(
+            f"UNWIND $keys AS k MATCH (l:{LINKS_TABLE} {{key: k}}) RETURN l.key AS key",
+            {"keys": list(dict.fromkeys(keys))},
+        )
+        self.known = {str(row["key"]) for row in found}
+        self.new: list[str] = []
+
+    def add(self, key: str) -> bool:
+        """Whether the link `key` names is new (then it is known from now on)."""
+        if key in self.known:
+            return False
+        self.known.add(key)
+        self.new.append(key)
+        return True
+
+    def write(self, execute: Execute) -> None:
+        if self.new:
+            execute(f"UNWIND $keys AS k CREATE (:{LINKS_TABLE} {{key: k}})", {"keys": self.new})
+
+
+def links(execute: Execute, ops: Sequence[LinkNodes], link_keys: LinkKeys) -> None:
+    """Links of one type between two labels: one per event, or one per (type, source, target), known by
+    its key in `LINKS_TABLE`; if known, its columns are set again."""
     first = ops[0]
     rel, ends = first.type, (first.source.label, first.target.label)
     column = DENORMALIZED.get(rel)
@@ -124,21 +149,14 @@ def links(execute: Execute, ops: Sequence[LinkNodes]) -> None:
         ]
         create_edges(execute, rel, ends, rows)
         return
-    keys = list(dict.fromkeys(_link_key(op) for op in ops))
-    found = execute(
-        f"UNWIND $keys AS k MATCH (l:{LINKS_TABLE} {{key: k}}) RETURN l.key AS key", {"keys": keys}
-    )
-    existing = {str(row["key"]) for row in found}
     created: dict[str, Row] = {}
     updated: dict[str, Row] = {}
     for op in ops:
         key, row = _link_key(op), link_properties(op)
-        if key in created or key not in existing:
+        if key in created or link_keys.add(key):
             created.setdefault(key, {"a": op.source.key, "b": op.target.key}).update(row)
         else:
             updated.setdefault(key, {"a": op.source.key, "b": op.target.key}).update(row)
-    if created:
-        execute(f"UNWIND $keys AS k CREATE (:{LINKS_TABLE} {{key: k}})", {"keys": list(created)})
     create_edges(execute, rel, ends, list(created.values()))
     update_edges(execute, rel, ends, list(updated.values()))
 
@@ -157,12 +175,12 @@ def finishes(execute: Execute, ops: Sequence[FinishRun]) -> None:
     set_nodes(execute, "WorkflowRun", ends)
 
 
-def _group(execute: Execute, group: Group) -> None:
+def _group(execute: Execute, group: Group, link_keys: LinkKeys) -> None:
     kind, ops = group.shape[0], group.operations
     if kind == "upsert":
         upserts(execute, group.shape[1], [op for op in ops if isinstance(op, UpsertNode)])  # type: ignore[arg-type]
     elif kind == "link":
-        links(execute, [op for op in ops if isinstance(op, LinkNodes)])
+        links(execute, [op for op in ops if isinstance(op, LinkNodes)], link_keys)
     elif kind == "revise":
         revised = [op for op in ops if isinstance(op, ReviseItem)]
         ladybug_derived.revisions(execute, revised[0].item.label, revised)
@@ -180,5 +198,7 @@ def write_operations(execute: Execute, operations: Sequence[Operation]) -> None:
     """Apply `operations` (a batch's, in order) as their docstrings in `model` say; the caller holds the
     transaction."""
     ensure_nodes(execute, (ref for op in operations for ref in _refs(op)))
+    link_keys = LinkKeys(execute, operations)
     for group in schedule(operations, touched):
-        _group(execute, group)
+        _group(execute, group, link_keys)
+    link_keys.write(execute)

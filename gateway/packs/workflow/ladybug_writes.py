@@ -100,20 +100,18 @@ def stored(execute: Execute, label: NodeLabel, keys: Iterable[str], names: list[
 
 
 def set_nodes(execute: Execute, label: NodeLabel, values: Mapping[str, Row]) -> None:
-    """Set the given columns of each node (key -> {column: value}), one statement per set of columns."""
-    by_columns: dict[tuple[str, ...], list[Row]] = {}
-    for key, columns in values.items():
-        if columns:
-            by_columns.setdefault(tuple(sorted(columns)), []).append({"key": key, **columns})
+    """Set the given columns of each node (key -> {column: value}, no value None) in one statement: a
+    column a row does not give keeps its value."""
+    rows = [{"key": key, **columns} for key, columns in values.items() if columns]
+    names = sorted({name for row in rows for name in row if name != "key"})
     types = NODE_TYPES[label]
-    for names, rows in by_columns.items():
-        sets = ", ".join(f"n.`{name}` = r.`{name}`" for name in names)
-        load(
-            execute,
-            f"MATCH (n:{label} {{key: r.key}}) SET {sets}",
-            {"key": "STRING", **{name: types[name] for name in names}},
-            rows,
-        )
+    sets = ", ".join(f"n.`{name}` = coalesce(r.`{name}`, n.`{name}`)" for name in names)
+    load(
+        execute,
+        f"MATCH (n:{label} {{key: r.key}}) SET {sets}",
+        {"key": "STRING", **{name: types[name] for name in names}},
+        rows,
+    )
 
 
 _ENDS: Final = "MATCH (a:{source} {{key: r.a}}) MATCH (b:{target} {{key: r.b}})"
