@@ -18,13 +18,13 @@ from gateway.packs.workflow import ladybug_derived
 from gateway.packs.workflow.ladybug_derived import revision_key
 from gateway.packs.workflow.ladybug_schema import DENORMALIZED, LINKS_TABLE
 from gateway.packs.workflow.ladybug_writes import (
+    NodeWrites,
     WorkflowWriteError,
     checked,
     cite,
     create_edges,
     ensure_nodes,
     link_properties,
-    set_nodes,
     update_edges,
 )
 from gateway.packs.workflow.model import (
@@ -88,7 +88,7 @@ def _refs(op: Operation) -> list[tuple[NodeLabel, str]]:
     return [("WorkflowRun", op.run)]
 
 
-def upserts(execute: Execute, label: NodeLabel, ops: Sequence[UpsertNode]) -> None:
+def upserts(nodes: NodeWrites, label: NodeLabel, ops: Sequence[UpsertNode]) -> None:
     values: dict[str, Row] = {}
     for op in ops:
         row = values.setdefault(op.node.key, {})
@@ -101,7 +101,7 @@ def upserts(execute: Execute, label: NodeLabel, ops: Sequence[UpsertNode]) -> No
                 if label != "Message":
                     raise WorkflowWriteError(f"{label}.kind: only a Message has a kind")
                 row["kind"] = op.kind
-    set_nodes(execute, label, values)
+    nodes.set(label, values)
 
 
 def _link_key(op: LinkNodes) -> str:
@@ -133,21 +133,21 @@ class LinkKeys:
             execute(f"UNWIND $keys AS k CREATE (:{LINKS_TABLE} {{key: k}})", {"keys": self.new})
 
 
-def links(execute: Execute, ops: Sequence[LinkNodes], link_keys: LinkKeys) -> None:
+def links(nodes: NodeWrites, ops: Sequence[LinkNodes], link_keys: LinkKeys) -> None:
     """Links of one type between two labels: one per event, or one per (type, source, target), known by
     its key in `LINKS_TABLE`; if known, its columns are set again."""
     first = ops[0]
     rel, ends = first.type, (first.source.label, first.target.label)
     column = DENORMALIZED.get(rel)
     if column is not None:
-        set_nodes(execute, ends[0], {op.source.key: {column: op.target.key} for op in ops})
+        nodes.set(ends[0], {op.source.key: {column: op.target.key} for op in ops})
     if first.each_event:
         rows = [
             {"a": op.source.key, "b": op.target.key, "uid": f"{op.cite.session}/{op.cite.seq}"}
             | link_properties(op)
             for op in ops
         ]
-        create_edges(execute, rel, ends, rows)
+        create_edges(nodes.execute, rel, ends, rows)
         return
     created: dict[str, Row] = {}
     updated: dict[str, Row] = {}
@@ -157,41 +157,41 @@ def links(execute: Execute, ops: Sequence[LinkNodes], link_keys: LinkKeys) -> No
             created.setdefault(key, {"a": op.source.key, "b": op.target.key}).update(row)
         else:
             updated.setdefault(key, {"a": op.source.key, "b": op.target.key}).update(row)
-    create_edges(execute, rel, ends, list(created.values()))
-    update_edges(execute, rel, ends, list(updated.values()))
+    create_edges(nodes.execute, rel, ends, list(created.values()))
+    update_edges(nodes.execute, rel, ends, list(updated.values()))
 
 
-def statuses(execute: Execute, ops: Sequence[SetPlanStatus]) -> None:
-    set_nodes(execute, "Message", {op.plan: {"status": op.status} for op in ops})
+def statuses(nodes: NodeWrites, ops: Sequence[SetPlanStatus]) -> None:
+    nodes.set("Message", {op.plan: {"status": op.status} for op in ops})
 
 
-def finishes(execute: Execute, ops: Sequence[FinishRun]) -> None:
+def finishes(nodes: NodeWrites, ops: Sequence[FinishRun]) -> None:
     ends: dict[str, Row] = {}
     for op in ops:
         end = ends.setdefault(op.run, {})
         end.update(status=op.status, completedAt=op.cite.ts)
         if op.result is not None:
             end["result"] = op.result
-    set_nodes(execute, "WorkflowRun", ends)
+    nodes.set("WorkflowRun", ends)
 
 
-def _group(execute: Execute, group: Group, link_keys: LinkKeys) -> None:
+def _group(nodes: NodeWrites, group: Group, link_keys: LinkKeys) -> None:
     kind, ops = group.shape[0], group.operations
     if kind == "upsert":
-        upserts(execute, group.shape[1], [op for op in ops if isinstance(op, UpsertNode)])  # type: ignore[arg-type]
+        upserts(nodes, group.shape[1], [op for op in ops if isinstance(op, UpsertNode)])  # type: ignore[arg-type]
     elif kind == "link":
-        links(execute, [op for op in ops if isinstance(op, LinkNodes)], link_keys)
+        links(nodes, [op for op in ops if isinstance(op, LinkNodes)], link_keys)
     elif kind == "revise":
         revised = [op for op in ops if isinstance(op, ReviseItem)]
-        ladybug_derived.revisions(execute, revised[0].item.label, revised)
+        ladybug_derived.revisions(nodes, revised[0].item.label, revised)
     elif kind == "sequence":
-        ladybug_derived.sequence(execute, [op for op in ops if isinstance(op, SequenceMessage)])
+        ladybug_derived.sequence(nodes, [op for op in ops if isinstance(op, SequenceMessage)])
     elif kind == "version":
-        ladybug_derived.versions(execute, [op for op in ops if isinstance(op, VersionPlan)])
+        ladybug_derived.versions(nodes, [op for op in ops if isinstance(op, VersionPlan)])
     elif kind == "status":
-        statuses(execute, [op for op in ops if isinstance(op, SetPlanStatus)])
+        statuses(nodes, [op for op in ops if isinstance(op, SetPlanStatus)])
     else:
-        finishes(execute, [op for op in ops if isinstance(op, FinishRun)])
+        finishes(nodes, [op for op in ops if isinstance(op, FinishRun)])
 
 
 def write_operations(execute: Execute, operations: Sequence[Operation]) -> None:
@@ -199,6 +199,8 @@ def write_operations(execute: Execute, operations: Sequence[Operation]) -> None:
     transaction."""
     ensure_nodes(execute, (ref for op in operations for ref in _refs(op)))
     link_keys = LinkKeys(execute, operations)
+    nodes = NodeWrites(execute)
     for group in schedule(operations, touched):
-        _group(execute, group, link_keys)
+        _group(nodes, group, link_keys)
+    nodes.write()
     link_keys.write(execute)

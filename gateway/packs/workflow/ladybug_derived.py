@@ -12,13 +12,12 @@ from collections.abc import Sequence
 
 from gateway.packs.workflow.ladybug_schema import REVISABLE
 from gateway.packs.workflow.ladybug_writes import (
+    NodeWrites,
     WorkflowWriteError,
     checked,
     cite,
     create_edges,
     existing_edges,
-    set_nodes,
-    stored,
     update_edges,
 )
 from gateway.packs.workflow.model import NodeLabel, ReviseItem, SequenceMessage, VersionPlan
@@ -49,11 +48,11 @@ class _Edges:
         update_edges(execute, rel, ends, list(self.updated.values()))
 
 
-def revisions(execute: Execute, label: NodeLabel, ops: Sequence[ReviseItem]) -> None:
+def revisions(nodes: NodeWrites, label: NodeLabel, ops: Sequence[ReviseItem]) -> None:
     """Every revision kept; on the item, each property takes its latest value by `at` (ties: the last)."""
-    latest = stored(execute, label, (op.item.key for op in ops), [f"{name}At" for name in REVISABLE])
+    latest = nodes.stored(label, (op.item.key for op in ops), [f"{name}At" for name in REVISABLE])
     pairs = [(op.item.key, revision_key(op)) for op in ops]
-    edges = _Edges(existing_edges(execute, "HAS_REVISION", (label, "Revision"), pairs))
+    edges = _Edges(existing_edges(nodes.execute, "HAS_REVISION", (label, "Revision"), pairs))
     items: dict[str, Row] = {}
     revised: dict[str, Row] = {}
     for op in ops:
@@ -74,15 +73,15 @@ def revisions(execute: Execute, label: NodeLabel, ops: Sequence[ReviseItem]) -> 
         revised[revision] = {"id": revision, "item": op.item.key, "label": label, "at": op.at}
         revised[revision].update(values=values, **cite(op.cite))
         edges.merge(op.item.key, revision, {"at": op.at, **cite(op.cite)})
-    set_nodes(execute, "Revision", revised)
-    edges.write(execute, "HAS_REVISION", (label, "Revision"))
-    set_nodes(execute, label, items)
+    nodes.set("Revision", revised)
+    edges.write(nodes.execute, "HAS_REVISION", (label, "Revision"))
+    nodes.set(label, items)
 
 
-def sequence(execute: Execute, ops: Sequence[SequenceMessage]) -> None:
+def sequence(nodes: NodeWrites, ops: Sequence[SequenceMessage]) -> None:
     """Each message last in its run (`position` = count + 1, `NEXT` from the last); placed ones stay."""
-    runs = stored(execute, "WorkflowRun", (op.run for op in ops), ["messageCount", "lastMessage"])
-    placed = stored(execute, "Message", (op.message for op in ops), ["position"])
+    runs = nodes.stored("WorkflowRun", (op.run for op in ops), ["messageCount", "lastMessage"])
+    placed = nodes.stored("Message", (op.message for op in ops), ["position"])
     messages: dict[str, Row] = {}
     following: list[Row] = []
     moved: dict[str, Row] = {}
@@ -97,18 +96,18 @@ def sequence(execute: Execute, ops: Sequence[SequenceMessage]) -> None:
         run.update(messageCount=position, lastMessage=op.message)
         moved[op.run] = run
         placed[op.message]["position"] = position
-    set_nodes(execute, "Message", messages)
-    set_nodes(execute, "WorkflowRun", moved)
-    create_edges(execute, "NEXT", ("Message", "Message"), following)
+    nodes.set("Message", messages)
+    nodes.set("WorkflowRun", moved)
+    create_edges(nodes.execute, "NEXT", ("Message", "Message"), following)
 
 
-def versions(execute: Execute, ops: Sequence[VersionPlan]) -> None:
+def versions(nodes: NodeWrites, ops: Sequence[VersionPlan]) -> None:
     """`version` = the parent's + 1 (a parent not yet versioned counts as 0), `originalVersion` = the
     parent's original (or the parent), `PREVIOUS_VERSION` to it, and the parent superseded."""
     keys = [key for op in ops for key in (op.plan, op.parent) if key is not None]
-    known = stored(execute, "Message", keys, ["version", "originalVersion"])
+    known = nodes.stored("Message", keys, ["version", "originalVersion"])
     pairs = [(op.plan, op.parent) for op in ops if op.parent is not None]
-    edges = _Edges(existing_edges(execute, "PREVIOUS_VERSION", ("Message", "Message"), pairs))
+    edges = _Edges(existing_edges(nodes.execute, "PREVIOUS_VERSION", ("Message", "Message"), pairs))
     plans: dict[str, Row] = {}
     for op in ops:
         if op.parent is None:
@@ -127,5 +126,5 @@ def versions(execute: Execute, ops: Sequence[VersionPlan]) -> None:
             edges.merge(op.plan, op.parent, {"at": op.cite.ts, **cite(op.cite)})
         plans.setdefault(op.plan, {}).update(values)
         known[op.plan].update(version=values["version"], originalVersion=values["originalVersion"])
-    edges.write(execute, "PREVIOUS_VERSION", ("Message", "Message"))
-    set_nodes(execute, "Message", plans)
+    edges.write(nodes.execute, "PREVIOUS_VERSION", ("Message", "Message"))
+    nodes.set("Message", plans)
