@@ -95,18 +95,24 @@ class Schedule:
     def add(self, op: Operation) -> None:
         shape = shape_of(op)
         marks = list(self.touched(op))
-        after = max(
-            (index for mark in marks for other, index in self._marks.get(mark, {}).items() if other != shape),
-            default=-1,
-        )
         index = self._latest.get(shape, -1)
-        if index <= after:
+        if index >= 0 and self._after(shape, marks, index):
+            index = -1
+        if index < 0:
             index = len(self.groups)
             self.groups.append(Group(shape))
             self._latest[shape] = index
         self.groups[index].operations.append(op)
         for mark in marks:
             self._marks.setdefault(mark, {})[shape] = index
+
+    def _after(self, shape: Shape, marks: list[Touch], index: int) -> bool:
+        """Whether a group of another shape at or after `index` touched one of `marks`."""
+        for mark in marks:
+            for other, at in self._marks.get(mark, {}).items():
+                if at >= index and other != shape:
+                    return True
+        return False
 
 
 def schedule(operations: Sequence[Operation], touched: Touches = touches) -> list[Group]:
