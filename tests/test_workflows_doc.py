@@ -37,6 +37,7 @@ def ask_commands() -> list[list[str]]:
 
 async def record_as_the_doc_does(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EVENTLOOM_DATA_DIR", str(settings.data_dir))
+    assert settings.nats_url is not None
     monkeypatch.setenv("EVENTLOOM_NATS_URL", settings.nats_url)
     source = PYTHON[0].replace("asyncio.run(main())", "")
     namespace: dict[str, Any] = {}
