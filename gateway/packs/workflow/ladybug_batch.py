@@ -2,11 +2,11 @@
 
 The batch is grouped (`schedule`, told what LadybugDB writes beyond the model: the far-end columns of
 `DENORMALIZED`, a sequenced message's `runId`, a version's `parentId`, the revision nodes and the
-relationships some operations merge), its nodes are created at once (`ensure_nodes`: a bare node is what
-the first `MERGE` of it made), and each group is a few statements over all its rows. What an operation
-reads (a run's count and last message, a plan's version, a property's latest `at`, whether a relationship
-exists) is read once per group, then carried forward in Python, operation after operation, in order; the
-rows then hold each node's and relationship's final values.
+relationships some operations merge). What an operation reads (a run's count and last message, a plan's
+version, a property's latest `at`, whether a relationship or a node exists) is read once per group (nodes
+once per batch), then carried forward in Python, operation after operation, in order. What it writes is
+held until the batch's end (`Writes`): then the new nodes are created with their final columns, the
+others' columns set, and the new relationships created, a statement per label or type.
 """
 
 from __future__ import annotations
@@ -18,14 +18,12 @@ from gateway.packs.workflow import ladybug_derived
 from gateway.packs.workflow.ladybug_derived import revision_key
 from gateway.packs.workflow.ladybug_schema import DENORMALIZED, LINKS_TABLE
 from gateway.packs.workflow.ladybug_writes import (
-    NodeWrites,
     WorkflowWriteError,
+    Writes,
     checked,
     cite,
-    create_edges,
-    ensure_nodes,
     link_properties,
-    update_edges,
+    missing_nodes,
 )
 from gateway.packs.workflow.model import (
     FinishRun,
@@ -88,7 +86,7 @@ def _refs(op: Operation) -> list[tuple[NodeLabel, str]]:
     return [("WorkflowRun", op.run)]
 
 
-def upserts(nodes: NodeWrites, label: NodeLabel, ops: Sequence[UpsertNode]) -> None:
+def upserts(writes: Writes, label: NodeLabel, ops: Sequence[UpsertNode]) -> None:
     values: dict[str, Row] = {}
     for op in ops:
         row = values.setdefault(op.node.key, {})
@@ -101,7 +99,7 @@ def upserts(nodes: NodeWrites, label: NodeLabel, ops: Sequence[UpsertNode]) -> N
                 if label != "Message":
                     raise WorkflowWriteError(f"{label}.kind: only a Message has a kind")
                 row["kind"] = op.kind
-    nodes.set(label, values)
+    writes.set_nodes(label, values)
 
 
 def _link_key(op: LinkNodes) -> str:
@@ -133,21 +131,21 @@ class LinkKeys:
             execute(f"UNWIND $keys AS k CREATE (:{LINKS_TABLE} {{key: k}})", {"keys": self.new})
 
 
-def links(nodes: NodeWrites, ops: Sequence[LinkNodes], link_keys: LinkKeys) -> None:
+def links(writes: Writes, ops: Sequence[LinkNodes], link_keys: LinkKeys) -> None:
     """Links of one type between two labels: one per event, or one per (type, source, target), known by
     its key in `LINKS_TABLE`; if known, its columns are set again."""
     first = ops[0]
     rel, ends = first.type, (first.source.label, first.target.label)
     column = DENORMALIZED.get(rel)
     if column is not None:
-        nodes.set(ends[0], {op.source.key: {column: op.target.key} for op in ops})
+        writes.set_nodes(ends[0], {op.source.key: {column: op.target.key} for op in ops})
     if first.each_event:
         rows = [
             {"a": op.source.key, "b": op.target.key, "uid": f"{op.cite.session}/{op.cite.seq}"}
             | link_properties(op)
             for op in ops
         ]
-        create_edges(nodes.execute, rel, ends, rows)
+        writes.create_edges(rel, ends, rows)
         return
     created: dict[str, Row] = {}
     updated: dict[str, Row] = {}
@@ -157,50 +155,49 @@ def links(nodes: NodeWrites, ops: Sequence[LinkNodes], link_keys: LinkKeys) -> N
             created.setdefault(key, {"a": op.source.key, "b": op.target.key}).update(row)
         else:
             updated.setdefault(key, {"a": op.source.key, "b": op.target.key}).update(row)
-    create_edges(nodes.execute, rel, ends, list(created.values()))
-    update_edges(nodes.execute, rel, ends, list(updated.values()))
+    writes.create_edges(rel, ends, list(created.values()))
+    writes.update_edges(rel, ends, list(updated.values()))
 
 
-def statuses(nodes: NodeWrites, ops: Sequence[SetPlanStatus]) -> None:
-    nodes.set("Message", {op.plan: {"status": op.status} for op in ops})
+def statuses(writes: Writes, ops: Sequence[SetPlanStatus]) -> None:
+    writes.set_nodes("Message", {op.plan: {"status": op.status} for op in ops})
 
 
-def finishes(nodes: NodeWrites, ops: Sequence[FinishRun]) -> None:
+def finishes(writes: Writes, ops: Sequence[FinishRun]) -> None:
     ends: dict[str, Row] = {}
     for op in ops:
         end = ends.setdefault(op.run, {})
         end.update(status=op.status, completedAt=op.cite.ts)
         if op.result is not None:
             end["result"] = op.result
-    nodes.set("WorkflowRun", ends)
+    writes.set_nodes("WorkflowRun", ends)
 
 
-def _group(nodes: NodeWrites, group: Group, link_keys: LinkKeys) -> None:
+def _group(writes: Writes, group: Group, link_keys: LinkKeys) -> None:
     kind, ops = group.shape[0], group.operations
     if kind == "upsert":
-        upserts(nodes, group.shape[1], [op for op in ops if isinstance(op, UpsertNode)])  # type: ignore[arg-type]
+        upserts(writes, group.shape[1], [op for op in ops if isinstance(op, UpsertNode)])  # type: ignore[arg-type]
     elif kind == "link":
-        links(nodes, [op for op in ops if isinstance(op, LinkNodes)], link_keys)
+        links(writes, [op for op in ops if isinstance(op, LinkNodes)], link_keys)
     elif kind == "revise":
         revised = [op for op in ops if isinstance(op, ReviseItem)]
-        ladybug_derived.revisions(nodes, revised[0].item.label, revised)
+        ladybug_derived.revisions(writes, revised[0].item.label, revised)
     elif kind == "sequence":
-        ladybug_derived.sequence(nodes, [op for op in ops if isinstance(op, SequenceMessage)])
+        ladybug_derived.sequence(writes, [op for op in ops if isinstance(op, SequenceMessage)])
     elif kind == "version":
-        ladybug_derived.versions(nodes, [op for op in ops if isinstance(op, VersionPlan)])
+        ladybug_derived.versions(writes, [op for op in ops if isinstance(op, VersionPlan)])
     elif kind == "status":
-        statuses(nodes, [op for op in ops if isinstance(op, SetPlanStatus)])
+        statuses(writes, [op for op in ops if isinstance(op, SetPlanStatus)])
     else:
-        finishes(nodes, [op for op in ops if isinstance(op, FinishRun)])
+        finishes(writes, [op for op in ops if isinstance(op, FinishRun)])
 
 
 def write_operations(execute: Execute, operations: Sequence[Operation]) -> None:
     """Apply `operations` (a batch's, in order) as their docstrings in `model` say; the caller holds the
     transaction."""
-    ensure_nodes(execute, (ref for op in operations for ref in _refs(op)))
+    writes = Writes(execute, missing_nodes(execute, (ref for op in operations for ref in _refs(op))))
     link_keys = LinkKeys(execute, operations)
-    nodes = NodeWrites(execute)
     for group in schedule(operations, touched):
-        _group(nodes, group, link_keys)
-    nodes.write()
+        _group(writes, group, link_keys)
+    writes.write()
     link_keys.write(execute)

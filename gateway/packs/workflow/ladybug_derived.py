@@ -12,16 +12,13 @@ from collections.abc import Sequence
 
 from gateway.packs.workflow.ladybug_schema import REVISABLE
 from gateway.packs.workflow.ladybug_writes import (
-    NodeWrites,
     WorkflowWriteError,
+    Writes,
     checked,
     cite,
-    create_edges,
-    existing_edges,
-    update_edges,
 )
 from gateway.packs.workflow.model import NodeLabel, ReviseItem, SequenceMessage, VersionPlan
-from readmodels.graph.cypher.io import Execute, Row
+from readmodels.graph.cypher.io import Row
 
 
 def revision_key(op: ReviseItem) -> str:
@@ -43,16 +40,16 @@ class _Edges:
         else:
             self.created.setdefault(pair, {"a": a, "b": b}).update(columns)
 
-    def write(self, execute: Execute, rel: str, ends: tuple[str, str]) -> None:
-        create_edges(execute, rel, ends, list(self.created.values()))
-        update_edges(execute, rel, ends, list(self.updated.values()))
+    def write(self, writes: Writes, rel: str, ends: tuple[str, str]) -> None:
+        writes.create_edges(rel, ends, list(self.created.values()))
+        writes.update_edges(rel, ends, list(self.updated.values()))
 
 
-def revisions(nodes: NodeWrites, label: NodeLabel, ops: Sequence[ReviseItem]) -> None:
+def revisions(writes: Writes, label: NodeLabel, ops: Sequence[ReviseItem]) -> None:
     """Every revision kept; on the item, each property takes its latest value by `at` (ties: the last)."""
-    latest = nodes.stored(label, (op.item.key for op in ops), [f"{name}At" for name in REVISABLE])
+    latest = writes.stored(label, (op.item.key for op in ops), [f"{name}At" for name in REVISABLE])
     pairs = [(op.item.key, revision_key(op)) for op in ops]
-    edges = _Edges(existing_edges(nodes.execute, "HAS_REVISION", (label, "Revision"), pairs))
+    edges = _Edges(writes.existing_edges("HAS_REVISION", (label, "Revision"), pairs))
     items: dict[str, Row] = {}
     revised: dict[str, Row] = {}
     for op in ops:
@@ -73,15 +70,15 @@ def revisions(nodes: NodeWrites, label: NodeLabel, ops: Sequence[ReviseItem]) ->
         revised[revision] = {"id": revision, "item": op.item.key, "label": label, "at": op.at}
         revised[revision].update(values=values, **cite(op.cite))
         edges.merge(op.item.key, revision, {"at": op.at, **cite(op.cite)})
-    nodes.set("Revision", revised)
-    edges.write(nodes.execute, "HAS_REVISION", (label, "Revision"))
-    nodes.set(label, items)
+    writes.set_nodes("Revision", revised)
+    edges.write(writes, "HAS_REVISION", (label, "Revision"))
+    writes.set_nodes(label, items)
 
 
-def sequence(nodes: NodeWrites, ops: Sequence[SequenceMessage]) -> None:
+def sequence(writes: Writes, ops: Sequence[SequenceMessage]) -> None:
     """Each message last in its run (`position` = count + 1, `NEXT` from the last); placed ones stay."""
-    runs = nodes.stored("WorkflowRun", (op.run for op in ops), ["messageCount", "lastMessage"])
-    placed = nodes.stored("Message", (op.message for op in ops), ["position"])
+    runs = writes.stored("WorkflowRun", (op.run for op in ops), ["messageCount", "lastMessage"])
+    placed = writes.stored("Message", (op.message for op in ops), ["position"])
     messages: dict[str, Row] = {}
     following: list[Row] = []
     moved: dict[str, Row] = {}
@@ -96,18 +93,18 @@ def sequence(nodes: NodeWrites, ops: Sequence[SequenceMessage]) -> None:
         run.update(messageCount=position, lastMessage=op.message)
         moved[op.run] = run
         placed[op.message]["position"] = position
-    nodes.set("Message", messages)
-    nodes.set("WorkflowRun", moved)
-    create_edges(nodes.execute, "NEXT", ("Message", "Message"), following)
+    writes.set_nodes("Message", messages)
+    writes.set_nodes("WorkflowRun", moved)
+    writes.create_edges("NEXT", ("Message", "Message"), following)
 
 
-def versions(nodes: NodeWrites, ops: Sequence[VersionPlan]) -> None:
+def versions(writes: Writes, ops: Sequence[VersionPlan]) -> None:
     """`version` = the parent's + 1 (a parent not yet versioned counts as 0), `originalVersion` = the
     parent's original (or the parent), `PREVIOUS_VERSION` to it, and the parent superseded."""
     keys = [key for op in ops for key in (op.plan, op.parent) if key is not None]
-    known = nodes.stored("Message", keys, ["version", "originalVersion"])
+    known = writes.stored("Message", keys, ["version", "originalVersion"])
     pairs = [(op.plan, op.parent) for op in ops if op.parent is not None]
-    edges = _Edges(existing_edges(nodes.execute, "PREVIOUS_VERSION", ("Message", "Message"), pairs))
+    edges = _Edges(writes.existing_edges("PREVIOUS_VERSION", ("Message", "Message"), pairs))
     plans: dict[str, Row] = {}
     for op in ops:
         if op.parent is None:
@@ -126,5 +123,5 @@ def versions(nodes: NodeWrites, ops: Sequence[VersionPlan]) -> None:
             edges.merge(op.plan, op.parent, {"at": op.cite.ts, **cite(op.cite)})
         plans.setdefault(op.plan, {}).update(values)
         known[op.plan].update(version=values["version"], originalVersion=values["originalVersion"])
-    edges.write(nodes.execute, "PREVIOUS_VERSION", ("Message", "Message"))
-    nodes.set("Message", plans)
+    edges.write(writes, "PREVIOUS_VERSION", ("Message", "Message"))
+    writes.set_nodes("Message", plans)

@@ -74,18 +74,32 @@ def load(execute: Execute, statement: str, types: Mapping[str, str], rows: list[
         execute(f"LOAD FROM $rows {statement}", {"rows": arrow_rows(types, rows)})
 
 
-def ensure_nodes(execute: Execute, refs: Iterable[tuple[NodeLabel, str]]) -> None:
-    """Create the nodes among `refs` that do not exist yet, bare (as a `MERGE` would)."""
+def missing_nodes(execute: Execute, refs: Iterable[tuple[NodeLabel, str]]) -> dict[NodeLabel, set[str]]:
+    """The keys among `refs` of the nodes that do not exist yet, by label."""
     wanted: dict[NodeLabel, dict[str, None]] = {}
     for label, key in refs:
         wanted.setdefault(label, {})[key] = None
+    missing: dict[NodeLabel, set[str]] = {}
     for label, keys in wanted.items():
         found = execute(
             f"UNWIND $keys AS k MATCH (n:{label} {{key: k}}) RETURN n.key AS key", {"keys": list(keys)}
         )
-        missing = set(keys).difference(str(row["key"]) for row in found)
-        if missing:
-            execute(f"UNWIND $keys AS k CREATE (:{label} {{key: k}})", {"keys": sorted(missing)})
+        missing[label] = set(keys).difference(str(row["key"]) for row in found)
+    return missing
+
+
+def create_nodes(execute: Execute, label: NodeLabel, values: Mapping[str, Row]) -> None:
+    """A node per key (key -> {column: value}) with its columns, the others null."""
+    rows = [{"key": key, **columns} for key, columns in values.items()]
+    names = sorted({name for row in rows for name in row if name != "key"})
+    types = NODE_TYPES[label]
+    columns = "".join(f", `{name}`: r.`{name}`" for name in names)
+    load(
+        execute,
+        f"CREATE (n:{label} {{key: r.key{columns}}})",
+        {"key": "STRING", **{name: types[name] for name in names}},
+        rows,
+    )
 
 
 def stored(execute: Execute, label: NodeLabel, keys: Iterable[str], names: list[str]) -> dict[str, Row]:
@@ -114,30 +128,60 @@ def set_nodes(execute: Execute, label: NodeLabel, values: Mapping[str, Row]) -> 
     )
 
 
-class NodeWrites:
-    """The node columns a batch sets, held until its end (`write`: one statement per label), and what is
-    stored as of now: the database's values under those held."""
+class Writes:
+    """What a batch writes, held until its end (`write`): the nodes it creates (`new`, each with its final
+    columns), the columns it sets on the others (one statement per label) and the relationships it
+    creates (one statement per type and labels); and what is stored as of now, the database under what is
+    held. Columns set on relationships that exist already are written at once (to what is held as well)."""
 
-    def __init__(self, execute: Execute) -> None:
+    def __init__(self, execute: Execute, new: dict[NodeLabel, set[str]]) -> None:
         self.execute = execute
+        self.new = new
         self.held: dict[NodeLabel, dict[str, Row]] = {}
+        self.edges: dict[tuple[str, tuple[str, str]], list[Row]] = {}
 
-    def set(self, label: NodeLabel, values: Mapping[str, Row]) -> None:
+    def set_nodes(self, label: NodeLabel, values: Mapping[str, Row]) -> None:
         held = self.held.setdefault(label, {})
         for key, columns in values.items():
             held.setdefault(key, {}).update(columns)
 
     def stored(self, label: NodeLabel, keys: Iterable[str], names: list[str]) -> dict[str, Row]:
-        found = stored(self.execute, label, keys, names)
+        wanted = list(dict.fromkeys(keys))
+        new = self.new.get(label, set())
+        found = stored(self.execute, label, [key for key in wanted if key not in new], names)
         held = self.held.get(label, {})
-        for key, values in found.items():
-            values.update((name, value) for name, value in held.get(key, {}).items() if name in values)
-        return found
+        values: dict[str, Row] = {}
+        for key in wanted:
+            values[key] = found.get(key, dict.fromkeys(names))
+            values[key].update((name, value) for name, value in held.get(key, {}).items() if name in names)
+        return values
+
+    def create_edges(self, rel: str, ends: tuple[str, str], rows: list[Row]) -> None:
+        self.edges.setdefault((rel, ends), []).extend(rows)
+
+    def update_edges(self, rel: str, ends: tuple[str, str], rows: list[Row]) -> None:
+        for row in rows:
+            for held in self.edges.get((rel, ends), []):
+                if (held["a"], held["b"]) == (row["a"], row["b"]):
+                    held.update(row)
+        update_edges(self.execute, rel, ends, rows)
+
+    def existing_edges(
+        self, rel: str, ends: tuple[str, str], pairs: Iterable[tuple[str, str]]
+    ) -> set[tuple[str, str]]:
+        wanted = set(pairs)
+        held = {(row["a"], row["b"]) for row in self.edges.get((rel, ends), [])}
+        return existing_edges(self.execute, rel, ends, wanted) | (held & wanted)
 
     def write(self) -> None:
+        for label, keys in self.new.items():
+            held = self.held.get(label, {})
+            create_nodes(self.execute, label, {key: held.get(key, {}) for key in sorted(keys)})
         for label, values in self.held.items():
-            set_nodes(self.execute, label, values)
-        self.held.clear()
+            new = self.new.get(label, set())
+            set_nodes(self.execute, label, {key: row for key, row in values.items() if key not in new})
+        for (rel, ends), rows in self.edges.items():
+            create_edges(self.execute, rel, ends, rows)
 
 
 _ENDS: Final = "MATCH (a:{source} {{key: r.a}}) MATCH (b:{target} {{key: r.b}})"
