@@ -2,11 +2,12 @@
 
 Each writing statement scans its rows from an Arrow table (`LOAD FROM $rows`, typed by the schema's
 columns, so a column null in every row still has its type) and finds its nodes by `MATCH` on the primary
-key: `ensure_nodes` creates the missing ones first. Not `MERGE`: within one statement LadybugDB drops a row
-that merges a key an earlier row created, and a batched `MERGE` costs tens of milliseconds. A statement never
-writes one node twice (the callers collapse their rows per key): a later row does not see an earlier row's
-writes. Labels and relationship types come only from the closed sets of `model` (checked against
-`ladybug_schema`), property names only from the schema's columns. The caller holds the transaction.
+key, one `MATCH` per node (a pattern of two plans a cross product), after `missing_nodes` told which to
+`CREATE`. Not `MERGE`: within one statement LadybugDB drops a row that merges a key an earlier row created,
+and a batched `MERGE` costs tens of milliseconds. A statement never writes one node twice (`Writes` holds
+one row per key): a later row does not see an earlier row's writes. Labels and relationship types come
+only from the closed sets of `model` (checked against `ladybug_schema`), property names only from the
+schema's columns. The caller holds the transaction.
 """
 
 from __future__ import annotations
