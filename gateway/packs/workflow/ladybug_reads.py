@@ -4,7 +4,7 @@ rows they return. Synchronous: the store runs them on its thread."""
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from gateway.packs.workflow.ladybug_views import (
     MESSAGE,
@@ -128,10 +128,16 @@ def tool_calls(execute: Execute, question: ToolCallsQuestion) -> list[ToolCallVi
     return [ToolCallView(call=message_view(row), result=results.get(row["result"])) for row in rows]
 
 
+def _for_each(execute: Execute, cypher: str, keys: list[str], **params: Any) -> list[dict[str, Any]]:
+    """`cypher` (matching `$key` by primary key) once per key: LadybugDB plans `UNWIND $keys ... {key: k}`
+    as a join that scans the table (10-20 ms at 200,000 messages), one lookup per key as an index probe."""
+    return [row for key in dict.fromkeys(keys) for row in execute(cypher, {**params, "key": key})]
+
+
 def _messages(execute: Execute, keys: list[str]) -> dict[str, MessageView]:
     if not keys:
         return {}
-    rows = execute(f"UNWIND $keys AS k MATCH (m:Message {{key: k}}) RETURN {MESSAGE}", {"keys": keys})
+    rows = _for_each(execute, f"MATCH (m:Message {{key: $key}}) RETURN {MESSAGE}", keys)
     return {str(row["key"]): message_view(row) for row in rows}
 
 
@@ -142,11 +148,9 @@ def plan(execute: Execute, question: PlanQuestion) -> PlanHistory | None:
     )
     if not found:
         return None
-    rows = execute(
-        "MATCH (p:Message) WHERE p.kind = 'plan' AND (p.originalVersion = $original OR p.key = $original) "
-        f"RETURN {PLAN} ORDER BY version, session, seq, key",
-        {"original": found[0]["o"]},
-    )
+    lineage = _lineage(execute, str(found[0]["o"]))
+    rows = _for_each(execute, f"MATCH (p:Message {{key: $key}}) WHERE p.kind = 'plan' RETURN {PLAN}", lineage)
+    rows.sort(key=lambda row: (row["version"] or 0, str(row["session"]), row["seq"] or 0, str(row["key"])))
     versions = [plan_view(row) for row in rows]
     current = [version for version in versions if version.current]
     return PlanHistory(
@@ -157,19 +161,36 @@ def plan(execute: Execute, question: PlanQuestion) -> PlanHistory | None:
     )
 
 
+def _lineage(execute: Execute, original: str) -> list[str]:
+    """Every version descending from `original`, one PREVIOUS_VERSION hop at a time from its primary key
+    (LadybugDB has no index on `originalVersion`: asking by it scans every message)."""
+    found, frontier = [original], [original]
+    while frontier:
+        rows = _for_each(
+            execute,
+            "MATCH (:Message {key: $key})<-[:PREVIOUS_VERSION]-(p:Message) RETURN p.key AS key",
+            frontier,
+        )
+        frontier = [str(row["key"]) for row in rows if row["key"] not in found]
+        found += frontier
+    return found
+
+
 def _reviews(execute: Execute, plans: list[str]) -> list[ReviewView]:
     cite = "r.session AS session, r.seq AS seq, r.hash AS hash"
-    by_people = execute(
-        "UNWIND $plans AS k MATCH (p:Message {key: k})<-[r:REVIEWS|APPROVES|REJECTS|EDITS]-(u) "
+    by_people = _for_each(
+        execute,
+        "MATCH (p:Message {key: $key})<-[r:REVIEWS|APPROVES|REJECTS|EDITS]-(u:User) "
         f"RETURN label(r) AS type, p.key AS plan, u.key AS by, r.at AS at, r.commentId AS comment_id, "
         f"r.message AS comment, {cite}",
-        {"plans": plans},
+        plans,
     )
-    comments = execute(
-        "UNWIND $plans AS k MATCH (p:Message {key: k})<-[r:COMMENTS_ON|SUGGESTS_EDIT_TO]-(c:Message) "
+    comments = _for_each(
+        execute,
+        "MATCH (p:Message {key: $key})<-[r:COMMENTS_ON|SUGGESTS_EDIT_TO]-(c:Message) "
         "RETURN label(r) AS type, p.key AS plan, c.author AS by, r.at AS at, c.key AS comment_id, "
         f"c.content AS comment, {cite}",
-        {"plans": plans},
+        plans,
     )
     said = {str(row["comment_id"]): row["comment"] for row in comments if row["type"] == "COMMENTS_ON"}
     for row in by_people:
@@ -214,12 +235,13 @@ def implementation(execute: Execute, question: IssueQuestion) -> Implementation:
         "MATCH (i:Issue {key: $issue})<-[:RESOLVES]-(pr:PullRequest) RETURN pr.key AS key", issue
     )
     keys = list(dict.fromkeys(str(row["key"]) for row in resulted + resolving))
-    pulls = execute(
-        "UNWIND $keys AS k MATCH (pr:PullRequest {key: k}) "
-        "OPTIONAL MATCH (pr)-[:GENERATED_BY]->(r:WorkflowRun) "
-        f"RETURN {PULL_REQUEST}, r.key AS run_id ORDER BY created_at, key",
-        {"keys": keys},
+    pulls = _for_each(
+        execute,
+        "MATCH (pr:PullRequest {key: $key}) OPTIONAL MATCH (pr)-[:GENERATED_BY]->(r:WorkflowRun) "
+        f"RETURN {PULL_REQUEST}, r.key AS run_id",
+        keys,
     )
+    pulls.sort(key=lambda row: (str(row["created_at"] or ""), str(row["key"])))
     return Implementation(
         issue=question.issue,
         plans=[plan_view(row) for row in plans],
