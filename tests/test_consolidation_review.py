@@ -159,8 +159,11 @@ async def test_cli_proposes_lists_shows_and_reviews(settings: Settings) -> None:
         args += ["--purpose", "p", "--source", source, "--id", "cand-cli", "--about", "auth-service:service"]
         proposed = await asyncio.to_thread(_cli, settings, *args)
         assert proposed["events"][0]["type"] == "consolidation.candidate.created"
+        forged = source[:-1] + (
+            "1" if source.endswith("0") else "0"
+        )  # a hash that differs (was: 1 in 16 did not)
         wrong = await asyncio.to_thread(
-            run_cli, settings, *("memory", "consolidation", *args[:-4]), "--source", source[:-1] + "0"
+            run_cli, settings, *("memory", "consolidation", *args[:-4]), "--source", forged
         )
         assert wrong.returncode == 2 and "source_events[1]" in wrong.stderr and "cited hash" in wrong.stderr
         await _settle(settings)
