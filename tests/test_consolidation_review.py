@@ -159,9 +159,8 @@ async def test_cli_proposes_lists_shows_and_reviews(settings: Settings) -> None:
         args += ["--purpose", "p", "--source", source, "--id", "cand-cli", "--about", "auth-service:service"]
         proposed = await asyncio.to_thread(_cli, settings, *args)
         assert proposed["events"][0]["type"] == "consolidation.candidate.created"
-        forged = source[:-1] + (
-            "1" if source.endswith("0") else "0"
-        )  # a hash that differs (was: 1 in 16 did not)
+        # the last hex digit changed, so the hash differs (it always does: 1 in 16 ended in 0 already)
+        forged = source[:-1] + ("1" if source.endswith("0") else "0")
         wrong = await asyncio.to_thread(
             run_cli, settings, *("memory", "consolidation", *args[:-4]), "--source", forged
         )
