@@ -30,7 +30,7 @@ from eventloom.schemas.catalogue import (
     OutcomeExplained,
     SourceEvent,
 )
-from eventloom.schemas.registry import decode_payload
+from eventloom.schemas.registry import decode_payload, load_plugin_event_types
 
 UNCITED: Final = "uncited"
 """How the dead letter of an event with a bad citation starts (like `unverified` for a bad signature)."""
@@ -67,6 +67,7 @@ def register_citations(event_type: str, rule: CitationRule) -> None:
 
 def cited_events(event: Event) -> list[Cited]:
     """The events `event` cites (empty for types without a rule, and for payloads that fit no schema)."""
+    load_plugin_event_types()  # a pack registers its types' rules with its schemas
     rule = _rules.get(event.type)
     if rule is None:
         return []
@@ -80,6 +81,7 @@ def cited_events(event: Event) -> list[Cited]:
 def citation_problem_without_lookup(event: Event) -> str | None:
     """What is wrong with `event`'s citations before any event is looked up: none where one is required,
     or one naming an event at or after itself in its own session (a hash chain cannot cite forward)."""
+    load_plugin_event_types()
     rule = _rules.get(event.type)
     if rule is None:
         return None
