@@ -24,6 +24,7 @@ from readmodels.retrieval.retriever import ReadModels, Retriever
 from readmodels.tracking import Housekeeping, TrackingRecorder
 from readmodels.vector.embedders import Embedder
 from readmodels.vector.protocol import VectorStore
+from readmodels.view import ViewEdge, ViewGraph, ViewNode, ViewRequest, ViewVersion
 
 __all__ = [
     "CausalChain",
@@ -48,4 +49,9 @@ __all__ = [
     "Retriever",
     "TrackingRecorder",
     "VectorStore",
+    "ViewEdge",
+    "ViewGraph",
+    "ViewNode",
+    "ViewRequest",
+    "ViewVersion",
 ]

@@ -14,7 +14,7 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
-from gateway.web.view import ViewGraph, ViewRequest
+from readmodels import ViewGraph, ViewRequest
 
 MAX_LIMIT: Final = 1000
 MAX_BASIS_DEPTH: Final = 20
