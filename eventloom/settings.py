@@ -25,6 +25,16 @@ def _env_int(name: str, default: int) -> int:
         raise ValueError(f"{name}: expected an integer, got {raw!r}") from None
 
 
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"{name}: expected a number of seconds, got {raw!r}") from None
+
+
 @dataclass(frozen=True)
 class Settings:
     """Where data lives and how to reach (or start) NATS.
@@ -59,6 +69,11 @@ class Settings:
     llm_model: str | None = None
     llm_api_key_env: str | None = None  # the name of the variable holding the API key, never the key
     llm_timeout_s: float = 20.0
+    # Peer status (docs/operations.md#peers): every process heartbeats this often; a peer unheard of for
+    # `peer_suspect_after_s` is suspect, for `peer_dead_after_s` dead.
+    heartbeat_interval_s: float = 2.0
+    peer_suspect_after_s: float = 6.0
+    peer_dead_after_s: float = 20.0
 
     def __post_init__(self) -> None:
         if not 1 <= self.partitions <= 1024:
@@ -75,11 +90,29 @@ class Settings:
             raise ValueError("gateway_rate: must be more than 0 calls per second (EVENTLOOM_GATEWAY_RATE)")
         if not SESSION_PATTERN.fullmatch(self.audit_session):
             raise ValueError("audit_session: must match ^[A-Za-z0-9_-]{1,128}$ (EVENTLOOM_AUDIT_SESSION)")
+        self._check_peer_times()
+
+    def _check_peer_times(self) -> None:
+        for name, value in (
+            ("heartbeat_interval_s", self.heartbeat_interval_s),
+            ("peer_suspect_after_s", self.peer_suspect_after_s),
+            ("peer_dead_after_s", self.peer_dead_after_s),
+        ):
+            if not value > 0:  # also refuses NaN
+                raise ValueError(f"{name}: must be more than 0 seconds (EVENTLOOM_{name.upper()})")
+        if not self.heartbeat_interval_s < self.peer_suspect_after_s < self.peer_dead_after_s:
+            raise ValueError(
+                "peer_suspect_after_s: must be more than the heartbeat interval and less than "
+                f"peer_dead_after_s (got interval {self.heartbeat_interval_s:g}, suspect after "
+                f"{self.peer_suspect_after_s:g}, dead after {self.peer_dead_after_s:g}; "
+                "EVENTLOOM_HEARTBEAT_INTERVAL_S, EVENTLOOM_PEER_SUSPECT_AFTER_S, EVENTLOOM_PEER_DEAD_AFTER_S)"
+            )
 
     @classmethod
     def from_env(cls, data_dir: Path | None = None, nats_url: str | None = None) -> Settings:
         env_dir = os.environ.get("EVENTLOOM_DATA_DIR")
         tokens = os.environ.get("EVENTLOOM_TOKENS_FILE")
+        interval = _env_float("EVENTLOOM_HEARTBEAT_INTERVAL_S", 2.0)  # the peer times default to multiples
         return cls(
             data_dir=(data_dir or Path(env_dir or ".eventloom")).absolute(),
             nats_url=nats_url or os.environ.get("EVENTLOOM_NATS_URL") or None,
@@ -107,6 +140,9 @@ class Settings:
             llm_model=os.environ.get("EVENTLOOM_LLM_MODEL") or None,
             llm_api_key_env=os.environ.get("EVENTLOOM_LLM_API_KEY_ENV") or None,
             llm_timeout_s=float(os.environ.get("EVENTLOOM_LLM_TIMEOUT_S") or 20.0),
+            heartbeat_interval_s=interval,
+            peer_suspect_after_s=_env_float("EVENTLOOM_PEER_SUSPECT_AFTER_S", 3 * interval),
+            peer_dead_after_s=_env_float("EVENTLOOM_PEER_DEAD_AFTER_S", 10 * interval),
         )
 
     def to_env(self) -> dict[str, str]:
@@ -128,6 +164,9 @@ class Settings:
             "EVENTLOOM_TOKENS_FILE": str(self.tokens_file),
             "EVENTLOOM_AUDIT_SESSION": self.audit_session,
             "EVENTLOOM_GATEWAY_RATE": f"{self.gateway_rate:g}",
+            "EVENTLOOM_HEARTBEAT_INTERVAL_S": repr(self.heartbeat_interval_s),
+            "EVENTLOOM_PEER_SUSPECT_AFTER_S": repr(self.peer_suspect_after_s),
+            "EVENTLOOM_PEER_DEAD_AFTER_S": repr(self.peer_dead_after_s),
         }
         if self.nats_url:
             env["EVENTLOOM_NATS_URL"] = self.nats_url

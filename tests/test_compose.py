@@ -307,7 +307,7 @@ def test_the_gateway_listens_on_all_interfaces_where_it_is_published_and_probed(
 
 
 def names_from_env_reads() -> set[str]:
-    """The string literals `Settings.from_env` passes to `os.environ.get` and `_env_int`."""
+    """The string literals `Settings.from_env` passes to `os.environ.get`, `_env_int` and `_env_float`."""
     tree = ast.parse((ROOT / "eventloom" / "settings.py").read_text())
     from_env = next(
         node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name == "from_env"
@@ -318,7 +318,7 @@ def names_from_env_reads() -> set[str]:
             continue
         called = ast.unparse(node.func)
         first = node.args[0]
-        if called in ("os.environ.get", "_env_int") and isinstance(first, ast.Constant):
+        if called in ("os.environ.get", "_env_int", "_env_float") and isinstance(first, ast.Constant):
             names.add(str(first.value))
     return names
 
