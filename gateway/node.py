@@ -13,6 +13,7 @@ from functools import partial
 from eventloom.bus.auth import authorization_block, ensure_passwords
 from eventloom.bus.connection import connect, credentials_of
 from eventloom.bus.embedded import EmbeddedNats
+from eventloom.bus.heartbeat import HeartbeatPublisher, PeerWatcher
 from eventloom.bus.stream import ensure_stream
 from eventloom.event import utc_timestamp
 from eventloom.keys import KeyStore
@@ -20,6 +21,7 @@ from eventloom.ledger.mirror import LedgerMirror
 from eventloom.log import EventLog
 from eventloom.runtime import LOCK_NAME, NodeLock, RuntimeInfo, read_runtime, write_runtime
 from eventloom.settings import Settings
+from gateway.heartbeats import roles_heartbeat
 from gateway.memory_role import MEMORY_PROJECTORS, LiveReadModels
 from gateway.supervisor import Role, RoleSupervisor
 from gateway.workers import enabled_producers, enabled_projectors, producer_runner, run_projector
@@ -75,6 +77,8 @@ class Node:
         self.supervisor = RoleSupervisor(on_change=self._record_runtime)
         self.started_at = utc_timestamp()
         self._recording = asyncio.Lock()
+        self.heartbeat: HeartbeatPublisher | None = None  # this node's, while it runs
+        self.peers: PeerWatcher | None = None  # its live table of every process's heartbeat
 
     async def run(self, stop: asyncio.Event) -> None:
         settings = self.settings
@@ -112,7 +116,13 @@ class Node:
             self.roles = sorted(roles)
             await self._record_runtime()
             self.ready.set()
-            await self.supervisor.run(roles, stop)
+            producers = enabled_producers(settings) if "producers" in roles else []
+            self.heartbeat = roles_heartbeat(
+                client, settings, role="node", roles=self.roles, producers=producers
+            )
+            self.peers = PeerWatcher(client, settings, own_id=self.heartbeat.id)
+            async with self.heartbeat.running(), self.peers.running():
+                await self.supervisor.run(roles, stop)
         finally:
             with contextlib.suppress(OSError):
                 await asyncio.to_thread(settings.runtime_file.unlink)
@@ -126,6 +136,8 @@ class Node:
     def _gateway_role(self, gateway: GatewayRole, stop: asyncio.Event) -> Role:
         async def serving(url: str) -> None:
             self.http_url = url
+            if self.heartbeat is not None:
+                self.heartbeat.urls = [url]
             await self._record_runtime()
 
         assert self.url is not None

@@ -80,6 +80,8 @@ def resolve(argv: list[str]) -> tuple[list[str], dict[str, Any]]:
         path.append(name)
         if not isinstance(found, TyperGroup):
             break
+        if found.invoke_without_command and not any(not token.startswith("-") for token in rest):
+            break  # a group that is a command of its own too (`status --json`, beside `status peers`)
         group = found
         parent = typer.Context(group, info_name=name, parent=parent)
     known = {opt for param in found.params for opt in (*param.opts, *param.secondary_opts)}

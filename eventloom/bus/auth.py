@@ -10,6 +10,9 @@ anything; every other role gets what its process needs and no more:
 | `query` | no | no | yes | yes (its projectors) |
 | `projector` | no | no | no | yes |
 
+Every role may publish its heartbeat on `eventloom_peers.<id>` (and into the `EVENTLOOM_PEERS` bucket, like
+any KV bucket but the admin's) and subscribe to everyone's (docs/operations.md#peers).
+
 No role but `admin` may create, update, delete or purge the event stream, delete a message from it, delete
 or purge any stream, delete the ledger mirror's consumer, or clear a quarantine. A role's password is handed
 to its process as `EVENTLOOM_NATS_USER` / `EVENTLOOM_NATS_PASSWORD` (`eventloom nats credentials ROLE`);
@@ -26,6 +29,7 @@ from typing import Final
 
 import msgspec
 
+from eventloom.bus.peers import PEERS_SUBJECT_ROOT
 from eventloom.bus.stream import DLQ_SUBJECT_ROOT, SUBJECT_ROOT
 from eventloom.errors import EventloomError
 from eventloom.keys import atomic_write
@@ -35,6 +39,7 @@ QUERY_SUBJECTS: Final = f"{SUBJECT_ROOT}.q.>"
 EVENT_SUBJECTS: Final = f"{SUBJECT_ROOT}.*.*"  # <root>.<partition>.<session>
 HEALTH_SUBJECT: Final = f"{SUBJECT_ROOT}.q.memory.health"  # every role's healthcheck may ask this one
 ADMIN_ONLY_BUCKETS: Final = ("EVENTLOOM_QUARANTINE",)
+PEER_SUBJECTS: Final = f"{PEERS_SUBJECT_ROOT}.*"  # every process's heartbeat: every role sends and watches
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,7 @@ def authorization_block(passwords: dict[str, str], stream: str) -> str:
 
 def _permissions(role: str, stream: str) -> dict[str, object]:
     publish = ["$JS.API.>", "$JS.ACK.>", "$JS.FC.>", "$KV.>", f"{DLQ_SUBJECT_ROOT}.>", HEALTH_SUBJECT]
+    publish.append(PEER_SUBJECTS)
     if role in ("gateway", "producer"):
         publish.append(EVENT_SUBJECTS)
     if role == "gateway":
@@ -102,7 +108,7 @@ def _permissions(role: str, stream: str) -> dict[str, object]:
         f"$JS.API.CONSUMER.DELETE.{stream}.ledger-mirror",
         *(f"$KV.{bucket}.>" for bucket in ADMIN_ONLY_BUCKETS),
     ]
-    subscribe = ["_INBOX.>"]
+    subscribe = ["_INBOX.>", PEER_SUBJECTS]
     if role == "query":
         subscribe.append(QUERY_SUBJECTS)
     return {

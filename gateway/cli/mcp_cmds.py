@@ -18,6 +18,7 @@ from eventloom.log import EventLog
 from eventloom.runtime import resolve_nats_url
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_INVALID, console, fail, print_json, run, settings_of
+from gateway.heartbeats import roles_heartbeat
 from gateway.mcp.http import HttpGateway, serve_http
 from gateway.mcp.stdio import run_stdio
 from gateway.mcp.tokens import Role, add_token, default_actors, read_tokens, revoke_token
@@ -128,7 +129,8 @@ async def _serve_queries(settings: Settings) -> None:
                 "set EVENTLOOM_PROJECTORS to include graph, keyword or vector"
             )
         console.print(f"query role: {', '.join(sorted(roles))} (Ctrl-C to stop)")
-        await supervisor.run(roles, stop)
+        async with roles_heartbeat(log.client, settings, role="query", roles=sorted(roles)).running():
+            await supervisor.run(roles, stop)
 
 
 def _stop_on_signals() -> asyncio.Event:

@@ -31,6 +31,7 @@ from gateway.cli.common import (
     settings_of,
 )
 from gateway.cli.mcp_cmds import parse_listen
+from gateway.cli.peers_cmd import PEERS_HELP, peers
 from gateway.mcp.http import http_role
 from gateway.node import Node
 from gateway.node_process import NodeProcess
@@ -45,7 +46,14 @@ def register(app: typer.Typer) -> None:
         "projectors, producers and query service, and with --http the MCP gateway over HTTP."
     )(up)
     app.command(help="Stop the node running on this data dir.")(down)
-    app.command(help="Stream state, consumers and their lag, and ledger sessions.")(status)
+    status_app = typer.Typer(
+        help="Stream state, consumers and their lag, and ledger sessions; `status peers`: every process."
+    )
+    status_app.callback(invoke_without_command=True)(status)
+    status_app.command(
+        "peers", help=PEERS_HELP, short_help="Every process on the bus: alive, suspect or dead."
+    )(peers)
+    app.add_typer(status_app, name="status")
 
 
 def up(
@@ -142,6 +150,8 @@ def status(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
 ) -> None:
+    if ctx.invoked_subcommand is not None:
+        return  # `status peers`
     settings = settings_of(ctx)
     report = run(_status(settings))
     if as_json:

@@ -17,6 +17,7 @@ from eventloom.log import EventLog
 from eventloom.runtime import RoleState, RuntimeInfo, read_runtime
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_INVALID, console, fail, print_failing, print_json, run, settings_of
+from gateway.heartbeats import consumers_heartbeat
 from gateway.node import role_of_consumer
 from gateway.workers import enabled_producers, enabled_projectors, producer_runner, projector_runner
 from projectors.partitions import parse_partitions
@@ -45,13 +46,15 @@ def register(app: typer.Typer) -> None:
 @projector_app.command("run", help="Run one projector until Ctrl-C (finishes the batch in hand first).")
 def projector_run(ctx: typer.Context, name: str, partitions: PartitionsOption = None) -> None:
     settings = settings_of(ctx)
-    run(_run_worker(settings, lambda log: projector_runner(log, name, _partitions(partitions, log))))
+    make = lambda log: projector_runner(log, name, _partitions(partitions, log))  # noqa: E731
+    run(_run_worker(settings, make, "projector", [f"projector:{name}"]))
 
 
 @producer_app.command("run", help="Run producers (one name, or several sharing one consumer) until Ctrl-C.")
 def producer_run(ctx: typer.Context, names: list[str], partitions: PartitionsOption = None) -> None:
     settings = settings_of(ctx)
-    run(_run_worker(settings, lambda log: producer_runner(log, names, _partitions(partitions, log))))
+    make = lambda log: producer_runner(log, names, _partitions(partitions, log))  # noqa: E731
+    run(_run_worker(settings, make, "producer", [f"producer:{name}" for name in sorted(names)]))
 
 
 @projector_app.command("list", help="Installed projectors; * marks those the running node runs.")
@@ -206,7 +209,9 @@ async def _statuses(settings: Settings) -> list[ConsumerStatus]:
     return await _with_log(settings, lambda log: consumer_statuses(log.client, log.layout))
 
 
-async def _run_worker(settings: Settings, make: Callable[[EventLog], ProjectorRunner]) -> None:
+async def _run_worker(
+    settings: Settings, make: Callable[[EventLog], ProjectorRunner], role: str, capabilities: list[str]
+) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -215,5 +220,9 @@ async def _run_worker(settings: Settings, make: Callable[[EventLog], ProjectorRu
     async with await EventLog.open(settings) as log:
         runner = make(log)
         console.print(f"running {runner.consumer} (Ctrl-C to stop)")
-        await runner.run(stop)
+        heartbeat = consumers_heartbeat(
+            log.client, settings, role=role, capabilities=capabilities, consumers=[runner.consumer]
+        )
+        async with heartbeat.running():
+            await runner.run(stop)
         console.print(f"stopped {runner.consumer}: {runner.stats}")

@@ -37,6 +37,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from eventloom.bus.heartbeat import HeartbeatPublisher
 from eventloom.errors import EventloomError
 from eventloom.settings import Settings
 from gateway.mcp.arguments import MAX_PAYLOAD_BYTES
@@ -307,13 +308,13 @@ def http_role(
     settings: Settings, host: str, port: int
 ) -> Callable[[str, asyncio.Event, Callable[[str], Awaitable[None]]], Awaitable[None]]:
     """The HTTP gateway as a node's role (`gateway.node.GatewayRole`): serve from the node's NATS URL, say
-    the MCP URL once listening."""
+    the MCP URL once listening (the node's heartbeat names it: the gateway sends none of its own)."""
 
     def role(url: str, stop: asyncio.Event, on_ready: Callable[[str], Awaitable[None]]) -> Awaitable[None]:
         async def listening(gateway: HttpGateway) -> None:
             await on_ready(gateway.url)
 
-        return serve_http(settings, url, host, port, stop, on_ready=listening)
+        return serve_http(settings, url, host, port, stop, on_ready=listening, heartbeat=False)
 
     return role
 
@@ -326,8 +327,10 @@ async def serve_http(
     stop: asyncio.Event,
     *,
     on_ready: Callable[[HttpGateway], Awaitable[None]] | None = None,
+    heartbeat: bool = True,
 ) -> None:
-    """The HTTP gateway on the NATS at `url` (None: the settings' or the running node's), until `stop`."""
+    """The HTTP gateway on the NATS at `url` (None: the settings' or the running node's), until `stop`;
+    with `heartbeat`, a peer on the bus (role gateway-http, its MCP URL) while it listens."""
     backend = await open_backend(settings, url)
     try:
         book = TokenBook(settings.tokens_file)
@@ -346,6 +349,10 @@ async def serve_http(
         )
         if gateway.ready.is_set() and on_ready is not None:
             await on_ready(gateway)
-        await running
+        peer = HeartbeatPublisher(
+            backend.log.client, settings, role="gateway-http", capabilities=["mcp-http"], urls=[gateway.url]
+        )
+        async with peer.running() if heartbeat else contextlib.nullcontext(peer):
+            await running
     finally:
         await backend.log.close()
