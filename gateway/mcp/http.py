@@ -45,6 +45,7 @@ from gateway.mcp.backend import Backend, open_backend
 from gateway.mcp.failures import REMEDIATION
 from gateway.mcp.server import BearerTokens, EventloomMCP
 from gateway.mcp.tokens import TokenBook, bearer_token
+from gateway.web import web_routes
 from readmodels.query.client import MemoryClient
 from readmodels.query.protocol import MemoryUnavailableError
 
@@ -242,6 +243,7 @@ def http_app(
         max_request_body_size=MAX_BODY_BYTES,
         host=host,
     )
+    routes = [*routes, *web_routes(server.backend, book, limiter.wait_s)]  # the web view: docs/ui.md
     app.router.routes.extend(routes)
     return BearerGate(app, book, limiter, open_routes=routes)
 

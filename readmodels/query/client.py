@@ -26,6 +26,7 @@ from readmodels.retrieval.causal_reads import (
     CausalPaths,
 )
 from readmodels.retrieval.model import Query, QueryError, QueryResult
+from readmodels.view import ViewGraph, ViewRequest
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 30.0
@@ -63,6 +64,9 @@ class MemoryClient:
 
     async def candidate(self, request: CandidateRequest) -> CandidateLookup:
         return await self._ask("candidate", request, CandidateLookup)
+
+    async def graph_view(self, request: ViewRequest) -> ViewGraph:
+        return await self._ask("graph_view", request, ViewGraph)
 
     async def health(self) -> ServiceHealth:
         """How a query service and the roles beside it fare (raises MemoryUnavailableError when none

@@ -26,8 +26,10 @@ from readmodels.retrieval.causal_reads import (
     causal_explanation,
     causal_paths,
 )
+from readmodels.retrieval.graph_view import graph_view
 from readmodels.retrieval.model import Query, QueryResult
 from readmodels.retrieval.retriever import ReadModels, Retriever
+from readmodels.view import ViewGraph, ViewRequest
 
 
 class LocalMemory:
@@ -81,3 +83,9 @@ class LocalMemory:
         if graph is None:
             raise MemoryUnavailableError("the graph read model is not running here")
         return await graph.read(candidate_show(request))
+
+    async def graph_view(self, request: ViewRequest) -> ViewGraph:
+        graph = self._models().graph
+        if graph is None:
+            raise MemoryUnavailableError("the graph read model is not running here")
+        return await graph.read(graph_view(request))

@@ -20,6 +20,7 @@ from readmodels.retrieval.causal_reads import (
     CausalPaths,
 )
 from readmodels.retrieval.model import Query, QueryResult
+from readmodels.view import ViewGraph, ViewRequest
 
 
 class MemoryUnavailableError(Exception):
@@ -51,4 +52,8 @@ class MemoryService(Protocol):
 
     async def candidate(self, request: CandidateRequest) -> CandidateLookup:
         """One consolidation candidate (or proposed `same_as` edge) in full, with its review history."""
+        ...
+
+    async def graph_view(self, request: ViewRequest) -> ViewGraph:
+        """The core graph as the web view draws it (`readmodels.retrieval.graph_view`)."""
         ...

@@ -3,7 +3,8 @@
 Subjects (`eventloom.q.memory.*`): `query` (a `Query`), `checkout` (a `CheckoutRequest`), `inferred`
 (`{"session": ...}`), `causal` (a `CausalRequest`), `causal_path` (a `CausalPathRequest`), `causal_explain`
 (a `CausalExplainRequest`), `candidates` (a `CandidateListRequest`), `candidate` (a
-`CandidateRequest`) and `health` (`{}`, answered with a `ServiceHealth`:
+`CandidateRequest`), `graph_view` (a `readmodels.view.ViewRequest`, answered with a `ViewGraph`) and
+`health` (`{}`, answered with a `ServiceHealth`:
 `ok` is false while a role of the service's process is failing, and `failing` names each). Replies
 are `{"result": ...}` or `{"error": {"code", "message"}}`; codes are `invalid_input` (the message names the
 field), `unavailable` and `internal`. Plain JSON on the wire.
@@ -29,6 +30,7 @@ from readmodels.retrieval.candidates import CandidateListRequest, CandidateReque
 from readmodels.retrieval.causal_chains import CausalRequest
 from readmodels.retrieval.causal_reads import CausalExplainRequest, CausalPathRequest
 from readmodels.retrieval.model import Query, QueryError
+from readmodels.view import ViewRequest
 
 log = logging.getLogger(__name__)
 SUBJECT_PREFIX: Final = "eventloom.q.memory."
@@ -85,6 +87,9 @@ def _handlers(
     async def candidate(data: bytes) -> Any:
         return await memory.candidate(msgspec.json.decode(data, type=CandidateRequest))
 
+    async def graph_view(data: bytes) -> Any:
+        return await memory.graph_view(msgspec.json.decode(data, type=ViewRequest))
+
     async def health(data: bytes) -> Any:
         troubles = dict(failing()) if failing is not None else {}
         return ServiceHealth(ok=not troubles, failing=troubles)
@@ -98,6 +103,7 @@ def _handlers(
         "causal_explain": causal_explain,
         "candidates": candidates,
         "candidate": candidate,
+        "graph_view": graph_view,
         "health": health,
     }
 

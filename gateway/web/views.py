@@ -1,0 +1,106 @@
+"""The graph the web view draws: the core graph (from the query service) and every pack that has a view.
+
+Each installed entry point of `readmodels.view.GRAPH_VIEWS_GROUP` names a projector (its name) and the
+question its `Answers` takes a `ViewRequest` on (its value). Every model is asked at once; a pack that
+does not answer in time, or at all, is left out and named in `warnings`. The merged answer keeps only what
+the caller may see: nodes of sessions its token may touch, a node of no session only when an edge from one
+of those reaches it, and edges whose two ends are kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable
+from importlib.metadata import entry_points
+from typing import Final
+
+import msgspec
+from nats.aio.client import Client
+
+from gateway.mcp.tokens import Principal
+from readmodels.query.answers import ask
+from readmodels.query.client import MemoryQueryFailed
+from readmodels.query.protocol import MemoryService, MemoryUnavailableError
+from readmodels.retrieval.model import QueryError
+from readmodels.view import GRAPH_VIEWS_GROUP, ViewEdge, ViewGraph, ViewNode, ViewRequest
+
+log = logging.getLogger(__name__)
+PACK_TIMEOUT_S: Final = 5.0
+_LEFT_OUT: Final = (MemoryUnavailableError, MemoryQueryFailed, QueryError, msgspec.ValidationError)
+"""What a pack's view may fail with and be left out for; anything else is a bug, and raised."""
+
+
+class WebGraph(msgspec.Struct, frozen=True, kw_only=True):
+    """A `ViewGraph` and the models left out of it (each with why)."""
+
+    nodes: list[ViewNode] = msgspec.field(default_factory=list)
+    edges: list[ViewEdge] = msgspec.field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
+
+
+def pack_views() -> dict[str, str]:
+    """Projector -> question, of every installed graph view (a broken entry point is logged, skipped)."""
+    views: dict[str, str] = {}
+    for entry in sorted(entry_points(group=GRAPH_VIEWS_GROUP), key=lambda entry: entry.name):
+        try:
+            question = entry.load()
+        except Exception:
+            log.exception("graph view %r failed to load", entry.name)
+            continue
+        views[entry.name] = str(question)
+    return views
+
+
+async def _pack(client: Client, projector: str, question: str, request: ViewRequest) -> ViewGraph:
+    answer = await ask(client, projector, question, request, timeout_s=PACK_TIMEOUT_S)
+    return msgspec.convert(answer, ViewGraph)
+
+
+async def view_graph(
+    memory: MemoryService, client: Client, request: ViewRequest, principal: Principal
+) -> WebGraph:
+    """The core graph and every pack's view for `request`, merged and cut to what `principal` may see.
+
+    Raises what the core graph raises (`QueryError`, `MemoryUnavailableError`): without it there is no
+    view; a pack's failure is a warning."""
+    views = pack_views()
+    asked: list[Awaitable[ViewGraph]] = [memory.graph_view(request)]
+    asked += [_pack(client, projector, question, request) for projector, question in views.items()]
+    answers = await asyncio.gather(*asked, return_exceptions=True)
+    core, packs = answers[0], answers[1:]
+    if isinstance(core, BaseException):
+        raise core
+    graphs, warnings = [core], []
+    for projector, answer in zip(views, packs, strict=True):
+        if isinstance(answer, ViewGraph):
+            graphs.append(answer)
+        elif isinstance(answer, _LEFT_OUT):
+            warnings.append(f"{projector}: {answer}")
+        else:
+            raise answer
+    return visible(graphs, principal, warnings)
+
+
+def visible(graphs: list[ViewGraph], principal: Principal, warnings: list[str]) -> WebGraph:
+    """`graphs` merged (first id wins), with only what `principal` may see."""
+    nodes: dict[str, ViewNode] = {}
+    for graph in graphs:
+        for node in graph.nodes:
+            nodes.setdefault(node.id, node)
+    allowed = {id for id, node in nodes.items() if node.session and principal.may_touch(node.session)}
+    if principal.unrestricted:
+        allowed |= nodes.keys()
+    edges = [edge for graph in graphs for edge in graph.edges]
+    for edge in edges:  # a node of no session (a named thing) shows when a visible node links to it
+        for near, far in ((edge.source, edge.target), (edge.target, edge.source)):
+            if near in allowed and far in nodes and nodes[far].session is None:
+                allowed.add(far)
+    kept_edges, seen = [], set()
+    for edge in edges:
+        identity = (edge.source, edge.target, edge.type)
+        if edge.source in allowed and edge.target in allowed and identity not in seen:
+            seen.add(identity)
+            kept_edges.append(edge)
+    kept = [node for id, node in nodes.items() if id in allowed]
+    return WebGraph(nodes=kept, edges=kept_edges, warnings=warnings)
