@@ -59,8 +59,20 @@ WORKFLOW_READ_TOOLS = {
     "workflow_item",
     "workflow_path",
 }
-EVERY_TOOL |= WORKFLOW_RECORDING_TOOLS | WORKFLOW_READ_TOOLS
-"""The built-in tools and those of the workflow pack, installed with Eventloom (`eventloom.mcp_tools`)."""
+CLAIMS_TOOLS = {
+    "claims_observe",
+    "claims_claim",
+    "claims_resolve",
+    "claims_accept",
+    "claims_about",
+    "claims_basis",
+    "claims_contradictions",
+    "claims_observations",
+    "claims_entity",
+}
+EVERY_TOOL |= WORKFLOW_RECORDING_TOOLS | WORKFLOW_READ_TOOLS | CLAIMS_TOOLS
+"""The built-in tools and those of the workflow and claims packs, installed with Eventloom
+(`eventloom.mcp_tools`)."""
 DECISION = "Cache prices in Redis with a 5 minute TTL"
 OUTCOME = "Checkout p95 fell from 480 ms to 140 ms"
 AUDIT = Settings().audit_session

@@ -31,10 +31,11 @@ from eventloom.errors import EventValidationError
 from eventloom.event import Event
 from eventloom.log import EventLog
 from eventloom.schemas.catalogue_common import SourceEvent
-from gateway.packs.claims.citing import BASIS_TYPES, CitedRef, cited_event, cited_sources
+from gateway.packs.claims.citing import BASIS_TYPES, CitedRef, cited_event, cited_sources, parse_ref
 from gateway.packs.claims.events import CLAIM_TYPES, CLAIMS_EVENT_TYPES
 from gateway.packs.claims.extract import DeterministicExtractor, TripleExtractor
 from gateway.packs.claims.llm_extract import NamesEachExtraction
+from gateway.packs.claims.model import event_key
 from gateway.packs.claims.predicates import normalise_predicate
 from gateway.packs.claims.reads import (
     AboutQuestion,
@@ -60,6 +61,12 @@ def payload_of(payload: msgspec.Struct) -> dict[str, Any]:
     """A payload Struct as event JSON, without the fields that are None."""
     values: dict[str, Any] = msgspec.to_builtins(payload)
     return {name: value for name, value in values.items() if value is not None}
+
+
+def claim_key(claim: str) -> str:
+    """The key `<session>/<seq>` of a claim named by its key or its citation."""
+    session, seq, _ = parse_ref("claim", claim)
+    return event_key(session, seq)
 
 
 def predicate_arg(text: str) -> str:
@@ -190,12 +197,14 @@ class ClaimsClient:
         return await self._ask("about", question, list[ClaimView])
 
     async def claim_view(self, claim: str) -> ClaimView | None:
-        """The claim keyed `claim` (`<session>/<seq>`)."""
-        return await self._ask("claim", ClaimQuestion(claim=claim), ClaimView | None)  # type: ignore[arg-type]
+        """The claim `claim` (its key `<session>/<seq>` or its citation)."""
+        question = ClaimQuestion(claim=claim_key(claim))
+        return await self._ask("claim", question, ClaimView | None)  # type: ignore[arg-type]
 
     async def basis(self, claim: str) -> BasisChain | None:
-        """The chain under the claim keyed `claim`, down to observations."""
-        return await self._ask("basis", ClaimQuestion(claim=claim), BasisChain | None)  # type: ignore[arg-type]
+        """The chain under the claim `claim` (its key or its citation), down to observations."""
+        question = ClaimQuestion(claim=claim_key(claim))
+        return await self._ask("basis", question, BasisChain | None)  # type: ignore[arg-type]
 
     async def contradictions(self, entity: str | None = None, *, limit: int = 100) -> list[ContradictionView]:
         question = ContradictionsQuestion(entity=entity, limit=limit)
