@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from nats.aio.client import Client
 
-from eventloom.bus.heartbeat import HeartbeatPublisher, consumer_lags
+from eventloom.bus.heartbeat import HeartbeatPublisher
 from eventloom.settings import Settings
 from projectors.partitions import consumer_name
 
@@ -54,11 +54,4 @@ def consumers_heartbeat(
     consumers: Sequence[str],
 ) -> HeartbeatPublisher:
     """A heartbeat that reports the lag of `consumers` (on the settings' stream)."""
-    stream = settings.stream
-
-    async def lag() -> dict[str, int]:
-        return await consumer_lags(client, stream, consumers)
-
-    return HeartbeatPublisher(
-        client, settings, role=role, capabilities=capabilities, lag=lag if consumers else None
-    )
+    return HeartbeatPublisher(client, settings, role=role, capabilities=capabilities, consumers=consumers)

@@ -73,7 +73,9 @@ async def consumer_lags(client: Client, stream: str, consumers: Iterable[str]) -
 class HeartbeatPublisher:
     """Publishes this process's heartbeat every `heartbeat_interval_s` while `running()`.
 
-    `capabilities` and `urls` may change while it runs (the node learns its HTTP URL once it listens)."""
+    `capabilities` and `urls` may change while it runs (the node learns its HTTP URL once it listens). The
+    lag is that of `consumers` (on the settings' stream), or what `lag` says, asked every `LAG_EVERY_S`, and
+    at every tick while one of `consumers` does not exist yet (its runner is starting)."""
 
     def __init__(
         self,
@@ -83,9 +85,16 @@ class HeartbeatPublisher:
         role: str,
         capabilities: Sequence[str] = (),
         urls: Sequence[str] = (),
+        consumers: Sequence[str] = (),
         lag: LagSource | None = None,
         peer_id: str | None = None,
     ) -> None:
+        if lag is None and consumers:
+            stream, names = settings.stream, list(consumers)
+
+            async def lag() -> dict[str, int]:
+                return await consumer_lags(client, stream, names)
+
         self.id = peer_id or new_peer_id(role)
         self.role = role
         self.capabilities = list(capabilities)
@@ -94,6 +103,7 @@ class HeartbeatPublisher:
         self._client = client
         self._interval_s = settings.heartbeat_interval_s
         self._lag_source = lag
+        self._consumers = set(consumers)
         self._lag: dict[str, int] | None = {} if lag is not None else None
         self._lag_asked_at: float | None = None
         self._bucket: KeyValue | None = None
@@ -146,12 +156,13 @@ class HeartbeatPublisher:
             self._lag_asked_at is not None and now - self._lag_asked_at < LAG_EVERY_S
         ):
             return
-        self._lag_asked_at = now
         try:
             async with asyncio.timeout(max(self._interval_s, 1.0)):
                 self._lag = await self._lag_source()
         except Exception as exc:  # keep the last known lag
             log.debug("could not read the lag of %s: %r", self.id, exc)
+        if self._lag is not None and self._consumers <= set(self._lag):
+            self._lag_asked_at = now
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
