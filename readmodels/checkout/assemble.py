@@ -256,6 +256,11 @@ class _Placer:
             f"- PROPOSED [{proposal.status}] {statement} (confidence {confidence:.2f}, "
             f"from {proposal.source_event_type}) "
         )
+        if proposal.claimed_by is not None:  # an agent's conclusion: who says so, how sure
+            line = (
+                f"- CLAIMED by {proposal.claimed_by} (confidence {confidence:.2f}) [{proposal.status}] "
+                f"{statement} "
+            )
         numbers = self.builder.try_add(self._inferred, line.__add__, hit.citations)
         if numbers is None:
             return

@@ -16,6 +16,10 @@ from readmodels.retrieval.model import Citation, Explanation, Hit, InferredLink,
 from readmodels.retrieval.resolve import Resolved
 
 CANDIDATE_ENTITY_TYPE: Final = "consolidation_candidate"
+ASSERTED_AS: Final = "asserted_as"
+"""The entity property that says what an entity is asserted as; `CLAIM`: an agent's conclusion, never a
+fact (a domain pack's extraction sets it, with `claimed_by` and `confidence`)."""
+CLAIM: Final = "claim"
 MAX_SUMMARY_CHARS: Final = 2000
 MAX_MATCHED_CITATIONS: Final = 4
 """An entity found through its documents cites the best few of them, not every assertion ever made."""
@@ -166,17 +170,23 @@ def proposal_of(
 ) -> Proposal | None:
     """What a derived event asserted is a proposal: its status (default `proposed`), confidence, method.
     A consolidation candidate stays one whatever event touched it last (promoted, its promotion retracted):
-    what answers as memory once it is promoted is the memory entity promoted from it."""
-    if event_type not in DERIVED_EVENT_TYPES and entity_type != CANDIDATE_ENTITY_TYPE:
+    what answers as memory once it is promoted is the memory entity promoted from it. So is an entity a
+    plug-in's extraction asserts as a claim (`ASSERTED_AS` `claim`, with `claimed_by` and `confidence`):
+    an agent's conclusion, status `claimed` unless its properties give one."""
+    claimed = properties.get(ASSERTED_AS) == CLAIM
+    if not claimed and event_type not in DERIVED_EVENT_TYPES and entity_type != CANDIDATE_ENTITY_TYPE:
         return None
-    status = properties.get("status", properties.get("review_status", "proposed"))
+    default = "claimed" if claimed else "proposed"
+    status = properties.get("status", properties.get("review_status", default))
     confidence = properties.get("confidence")
     method = properties.get("method")
+    claimed_by = properties.get("claimed_by") if claimed else None
     return Proposal(
         status=str(status),
         source_event_type=event_type,
         confidence=float(confidence) if isinstance(confidence, int | float) else None,
         method=str(method) if method is not None else None,
+        claimed_by=str(claimed_by or "an agent") if claimed else None,
     )
 
 

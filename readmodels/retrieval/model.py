@@ -100,13 +100,16 @@ class InferredLink(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
 
 
 class Proposal(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """Set on a hit that a derived event asserted (a consolidation candidate, an end of a causal edge):
-    a proposal, with its review status, never a fact."""
+    """Set on a hit that a derived event asserted (a consolidation candidate, an end of a causal edge), or
+    on an entity asserted as an agent's claim (`claimed_by`): a proposal, with its review status, never a
+    fact."""
 
     status: str
     source_event_type: str
     confidence: float | None = None
     method: str | None = None
+    claimed_by: str | None = None
+    """Set when the entity is an agent's claim (its property `asserted_as` is `claim`): who claimed it."""
 
 
 class Hit(msgspec.Struct, frozen=True, kw_only=True):

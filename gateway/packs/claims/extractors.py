@@ -101,7 +101,8 @@ def _resolved(x: Extraction, p: ev.ClaimResolved) -> None:
         if settled.session == x.event.session:
             reason = f"superseded by resolution {key}" + (f": {p.reason}" if p.reason else "")
             x.invalidate_entity(event_key(settled.session, settled.seq), CLAIM, x.event.ts, reason)
-    x.summary = f"resolution {key} by {p.source_agent}: {claim_statement(p)}"
+    settles = ", ".join(event_key(s.session, s.seq) for s in p.supersedes)
+    x.summary = f"resolution {key} by {p.source_agent} settles {settles}: {claim_statement(p)}"
 
 
 def _accepted(x: Extraction, p: ev.ClaimAccepted) -> None:
