@@ -45,6 +45,21 @@ def entity_key(name: str) -> str:
     return text
 
 
+LABEL_CHARS: Final = 80
+
+
+def claim_label(subject: str, predicate: str, obj: str, negated: bool) -> str:
+    """The text a claim is drawn (and searched) by: "Alice WORKS_AT Acme", "Alice NOT LIVES_IN Paris"."""
+    return f"{subject} {'NOT ' if negated else ''}{predicate} {obj}"
+
+
+def observation_label(content: str) -> str:
+    """The text an observation is drawn (and searched) by: its content's first `LABEL_CHARS` characters,
+    spaces collapsed (an ellipsis when cut)."""
+    text = _SPACES.sub(" ", content).strip()
+    return text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1] + "…"
+
+
 class Cite(msgspec.Struct, frozen=True, gc=False):
     """The event an operation comes from."""
 

@@ -1,0 +1,277 @@
+"""Applying the claims model's operations to LadybugDB, each as its docstring in `model` says.
+
+Statement by statement, in order, inside the caller's transaction (a statement sees what the ones before
+it wrote): each node is found by its primary key (one `MATCH` per node; a pattern of two plans a cross
+product), created with `CREATE` when absent (not `MERGE`: batched, it drops rows and costs tens of
+milliseconds), and each relationship is kept once through its key in `LINKS_TABLE` (`link_key`), so an
+operation applied twice writes nothing new. Labels and relationship types come only from the closed sets
+of `ladybug_schema`; every value is a parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from gateway.packs.claims.ladybug_schema import LINKS_TABLE, PAIRS, REL_COLUMNS
+from gateway.packs.claims.model import (
+    AcceptClaim,
+    Cite,
+    EntityName,
+    NodeLabel,
+    Operation,
+    RecordClaim,
+    RecordContradiction,
+    RecordObservation,
+    RelateEntities,
+    claim_label,
+    observation_label,
+)
+from readmodels.graph.cypher.io import Execute, Row
+
+_CLAIM_READ: Final = (
+    "n.placeholder AS placeholder, n.subject AS subject, n.subjectKey AS subject_key, "
+    "n.predicate AS predicate, n.object AS object, n.objectKey AS object_key, n.negated AS negated, "
+    "n.accepted AS accepted, n.acceptedAt AS accepted_at, n.session AS session, n.seq AS seq, n.hash AS hash"
+)
+
+
+class ClaimsWriteError(ValueError):
+    """An operation this store cannot write as given; the message names the field."""
+
+
+def cited(cite: Cite) -> dict[str, Any]:
+    return {"session": cite.session, "seq": cite.seq, "hash": cite.hash}
+
+
+def link_key(rel: str, source: str, target: str, *more: str) -> str:
+    """What identifies a relationship: its type, its ends' keys and (`RELATES`) its relation and `via`."""
+    return "\x1f".join((rel, source, target, *more))
+
+
+class ClaimsWriter:
+    """Writes operations through `execute`, remembering the entities it saw (their sessions) meanwhile."""
+
+    def __init__(self, execute: Execute) -> None:
+        self.execute = execute
+        self.entity_sessions: dict[str, list[str]] = {}
+
+    def write(self, operations: Sequence[Operation]) -> None:
+        for op in operations:
+            if isinstance(op, RecordObservation):
+                self.record_observation(op)
+            elif isinstance(op, RecordClaim):
+                self.record_claim(op)
+            elif isinstance(op, AcceptClaim):
+                self.accept_claim(op)
+            elif isinstance(op, RelateEntities):
+                self.relate(op)
+            else:
+                self.record_contradiction(op)
+
+    # -- nodes -------------------------------------------------------------------------------------------
+
+    def node(self, label: NodeLabel, key: str, columns: str = "n.key AS key") -> Row | None:
+        rows = self.execute(f"MATCH (n:{label} {{key: $key}}) RETURN {columns}", {"key": key})
+        return rows[0] if rows else None
+
+    def set_node(self, label: NodeLabel, key: str, values: Row, *, create: bool) -> None:
+        """Create node `key` with `values` (`create`), or set them on the existing one (None clears)."""
+        given = {name: value for name, value in values.items() if value is not None or not create}
+        params = {f"p{i}": value for i, value in enumerate(given.values())}
+        if create:
+            columns = "".join(f", `{name}`: $p{i}" for i, name in enumerate(given))
+            self.execute(f"CREATE (n:{label} {{key: $key{columns}}})", {"key": key, **params})
+        elif given:
+            sets = ", ".join(f"n.`{name}` = $p{i}" for i, name in enumerate(given))
+            self.execute(f"MATCH (n:{label} {{key: $key}}) SET {sets}", {"key": key, **params})
+
+    def placeholder(self, label: NodeLabel, key: str) -> None:
+        """Node `key` of `label`: as it is, or a placeholder with only its key."""
+        if self.node(label, key) is None:
+            self.set_node(label, key, {"placeholder": True}, create=True)
+
+    def entity(self, entity: EntityName, cite: Cite) -> None:
+        """Entity `entity.key` (created with its name if absent), seen by `cite`'s session."""
+        sessions = self.entity_sessions.get(entity.key)
+        if sessions is None:
+            found = self.node("KnownEntity", entity.key, "n.sessions AS sessions")
+            if found is None:
+                values = {
+                    "name": entity.name,
+                    "firstSeen": cite.ts,
+                    "sessions": [cite.session],
+                    **cited(cite),
+                }
+                self.set_node("KnownEntity", entity.key, values, create=True)
+                self.entity_sessions[entity.key] = [cite.session]
+                return
+            sessions = self.entity_sessions[entity.key] = list(found["sessions"] or [])
+        if cite.session not in sessions:
+            sessions.append(cite.session)
+            self.set_node("KnownEntity", entity.key, {"sessions": sessions}, create=False)
+
+    # -- relationships -----------------------------------------------------------------------------------
+
+    def link(
+        self, rel: str, source: tuple[NodeLabel, str], target: tuple[NodeLabel, str], key: str, values: Row
+    ) -> bool:
+        """Relationship `rel` from `source` to `target` (label, key) unless the one keyed `key` exists;
+        whether it was created."""
+        if (source[0], target[0]) not in PAIRS[rel]:
+            raise ClaimsWriteError(f"{rel}: no relationship from {source[0]} to {target[0]}")
+        if self.execute(f"MATCH (l:{LINKS_TABLE} {{key: $key}}) RETURN l.key AS key", {"key": key}):
+            return False
+        self.execute(f"CREATE (:{LINKS_TABLE} {{key: $key}})", {"key": key})
+        given = {name: value for name, value in values.items() if value is not None}
+        unknown = set(given).difference(REL_COLUMNS)
+        if unknown:
+            raise ClaimsWriteError(f"{rel}: no such relationship property {sorted(unknown)}")
+        columns = ", ".join(f"`{name}`: $p_{name}" for name in given)
+        self.execute(
+            f"MATCH (a:{source[0]} {{key: $a}}) MATCH (b:{target[0]} {{key: $b}}) "
+            f"CREATE (a)-[:{rel} {{{columns}}}]->(b)",
+            {"a": source[1], "b": target[1], **{f"p_{name}": value for name, value in given.items()}},
+        )
+        return True
+
+    def relate(self, op: RelateEntities) -> None:
+        self.entity(op.source, op.cite)
+        self.entity(op.target, op.cite)
+        self._relate(op.source.key, op.relation, op.target.key, op.derived, op.via, op.cite, op.cite.ts)
+
+    def _relate(
+        self, source: str, relation: str, target: str, derived: bool, via: str, cite: Cite, at: str
+    ) -> None:
+        values = {"at": at, "relation": relation, "derived": derived, "via": via, **cited(cite)}
+        key = link_key("RELATES", source, target, relation, via)
+        self.link("RELATES", ("KnownEntity", source), ("KnownEntity", target), key, values)
+
+    # -- operations --------------------------------------------------------------------------------------
+
+    def record_observation(self, op: RecordObservation) -> None:
+        found = self.node("Observation", op.key)
+        values = {
+            "placeholder": False,
+            "content": op.content,
+            "label": observation_label(op.content),
+            "source": op.source,
+            "observedAt": op.observed_at,
+            "recordedAt": op.cite.ts,
+            "extractedBy": op.extracted_by,
+            "mentions": [entity.name for entity in op.mentions],
+            **cited(op.cite),
+        }
+        self.set_node("Observation", op.key, values, create=found is None)
+        for entity in op.mentions:
+            self.entity(entity, op.cite)
+            edge = {"at": op.cite.ts, **cited(op.cite)}
+            key = link_key("SUBJECT", op.key, entity.key)
+            self.link("SUBJECT", ("Observation", op.key), ("KnownEntity", entity.key), key, edge)
+
+    def record_claim(self, op: RecordClaim) -> None:
+        if op.key in op.basis or op.key in op.supersedes:
+            raise ClaimsWriteError(f"RecordClaim.basis: claim {op.key!r} cannot rest on or settle itself")
+        found = self.node("Claim", op.key, _CLAIM_READ)
+        resolution = op.kind == "resolution"
+        values: Row = {
+            "placeholder": False,
+            "kind": op.kind,
+            "label": claim_label(op.subject.name, op.predicate, op.object.name, op.negated),
+            "subject": op.subject.name,
+            "subjectKey": op.subject.key,
+            "predicate": op.predicate,
+            "object": op.object.name,
+            "objectKey": op.object.key,
+            "confidence": float(op.confidence),
+            "sourceAgent": op.source_agent,
+            "negated": op.negated,
+            "statement": op.statement,
+            "assertedAt": op.asserted_at,
+            "basis": op.basis,
+            "supersedes": op.supersedes,
+            **cited(op.cite),
+        }
+        if resolution:  # accepted by itself
+            values |= {"accepted": True, "acceptedBy": op.source_agent, "acceptedAt": op.asserted_at}
+        self.set_node("Claim", op.key, values, create=found is None)
+        self._adopt_basis_placeholder(op.key)
+        self.entity(op.subject, op.cite)
+        edge = {"at": op.cite.ts, **cited(op.cite)}
+        self.link(
+            "SUBJECT",
+            ("Claim", op.key),
+            ("KnownEntity", op.subject.key),
+            link_key("SUBJECT", op.key, op.subject.key),
+            edge,
+        )
+        for basis in op.basis:
+            self._basis(op.key, basis, edge)
+        for settled in op.supersedes:
+            self.placeholder("Claim", settled)
+            marks = {"supersededBy": op.key, "supersededAt": op.asserted_at}
+            self.set_node("Claim", settled, marks, create=False)
+            key = link_key("SUPERSEDES", op.key, settled)
+            self.link("SUPERSEDES", ("Claim", op.key), ("Claim", settled), key, edge)
+        accepted_at = op.asserted_at if resolution else (found or {}).get("accepted_at")
+        if (resolution or (found is not None and found["accepted"])) and not op.negated:
+            self._materialise(op.key, op.subject, op.predicate, op.object, op.cite, str(accepted_at))
+
+    def _basis(self, claim: str, basis: str, edge: Row) -> None:
+        """`BASIS` to the claim or observation `basis`, or to a placeholder observation."""
+        label: NodeLabel = "Claim" if self.node("Claim", basis) is not None else "Observation"
+        if label == "Observation":
+            self.placeholder("Observation", basis)
+        self.link("BASIS", ("Claim", claim), (label, basis), link_key("BASIS", claim, basis), edge)
+
+    def _adopt_basis_placeholder(self, key: str) -> None:
+        """A placeholder observation `key` (a basis named before it was projected) turns out to be this
+        claim: its `BASIS` links move here, and it goes."""
+        found = self.node("Observation", key, "n.placeholder AS placeholder")
+        if found is None or not found["placeholder"]:
+            return
+        rows = self.execute(
+            "MATCH (o:Observation {key: $key})<-[r:BASIS]-(c:Claim) "
+            "RETURN c.key AS claim, r.at AS at, r.session AS session, r.seq AS seq, r.hash AS hash",
+            {"key": key},
+        )
+        self.execute("MATCH (o:Observation {key: $key}) DETACH DELETE o", {"key": key})
+        for row in rows:
+            claim = str(row["claim"])
+            values = {name: row[name] for name in ("at", "session", "seq", "hash")}
+            self.execute(
+                f"MATCH (l:{LINKS_TABLE} {{key: $key}}) DELETE l", {"key": link_key("BASIS", claim, key)}
+            )
+            self.link("BASIS", ("Claim", claim), ("Claim", key), link_key("BASIS", claim, key), values)
+
+    def _materialise(
+        self, claim: str, subject: EntityName, predicate: str, obj: EntityName, cite: Cite, at: str
+    ) -> None:
+        """An accepted claim's derived edge, cited to the claim, from the time it was accepted."""
+        self.entity(subject, cite)
+        self.entity(obj, cite)
+        self._relate(subject.key, predicate, obj.key, True, claim, cite, at)
+
+    def accept_claim(self, op: AcceptClaim) -> None:
+        found = self.node("Claim", op.claim, _CLAIM_READ)
+        if found is None:
+            self.set_node("Claim", op.claim, {"placeholder": True}, create=True)
+        elif found["accepted"]:
+            return  # accepted once: the first acceptance stands
+        marks = {"accepted": True, "acceptedBy": op.reviewer, "acceptedAt": op.cite.ts}
+        self.set_node("Claim", op.claim, marks, create=False)
+        if found is None or found["placeholder"] or found["negated"]:
+            return
+        claim_cite = Cite(str(found["session"]), int(found["seq"]), str(found["hash"]), op.cite.ts)
+        subject = EntityName(str(found["subject_key"]), str(found["subject"]))
+        obj = EntityName(str(found["object_key"]), str(found["object"]))
+        self._materialise(op.claim, subject, str(found["predicate"]), obj, claim_cite, op.cite.ts)
+
+    def record_contradiction(self, op: RecordContradiction) -> None:
+        if op.first == op.second:
+            raise ClaimsWriteError(f"RecordContradiction.second: claim {op.first!r} cannot contradict itself")
+        self.placeholder("Claim", op.first)
+        self.placeholder("Claim", op.second)
+        values = {"at": op.cite.ts, "trust": float(op.trust), "method": op.method, "edgeId": op.edge_id}
+        key = link_key("CONTRADICTS", *sorted((op.first, op.second)))
+        self.link("CONTRADICTS", ("Claim", op.first), ("Claim", op.second), key, {**values, **cited(op.cite)})
