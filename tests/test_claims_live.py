@@ -29,6 +29,7 @@ from eventloom.event import Event
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.cli import app
+from gateway.mcp.tokens import Principal
 from gateway.node import Node
 from gateway.packs.claims import ClaimsClient
 from gateway.packs.claims.model import event_key
@@ -38,8 +39,10 @@ from readmodels.embedded.graph_store import LadybugGraphStore
 from readmodels.query.local import LocalMemory
 from readmodels.query.protocol import MemoryUnavailableError
 from tests.conftest import cli_env, run_cli
+from tests.mcp_support import failure
 from tests.retrieval_support import story_models
 from tests.test_graph_support import SessionLog
+from tests.test_workflow_mcp import tools
 
 pytestmark = pytest.mark.anyio
 AGENT = "agent:x"
@@ -126,6 +129,11 @@ async def until(ask: Any, holds: Any, timeout: float = 30) -> Any:
         await asyncio.sleep(0.1)
 
 
+def key_of(citation: str) -> str:
+    session, rest = citation.removeprefix("eventloom://").split("/events/")
+    return event_key(session, int(rest.split("#")[0]))
+
+
 def plain(value: Any) -> Any:
     return msgspec.to_builtins(value)
 
@@ -155,7 +163,7 @@ async def test_claims_contradictions_resolution_basis_rebuild_cli_and_mcp(
         london = await claims.claim(
             "alice", "LIVES_IN", "London", confidence=0.5, basis=[seen], agent="agent:y", session="c2"
         )
-        [open_pair] = await until(lambda: claims.contradictions(), lambda found: len(found) == 1)
+        [open_pair] = await until(claims.contradictions, lambda found: len(found) == 1)
         assert {open_pair.first.key, open_pair.second.key} == {"c1/2", "c2/1"}
         assert open_pair.trust == 0.5 and open_pair.method == "claims.contradiction"
 
@@ -167,9 +175,10 @@ async def test_claims_contradictions_resolution_basis_rebuild_cli_and_mcp(
             "Alice", "lives in", "Paris", confidence=0.9, basis=[seen], supersedes=[london], agent=AGENT,
             session="c2", reason="she said Paris twice",
         )  # fmt: skip
-        about = await until(lambda: claims.about("Alice"), lambda found: "c2/2" in {c.key for c in found})
-        assert [c.key for c in about] == ["c2/2", "c1/2", "c1/3"]  # confidence first; London settled
-        assert await until(lambda: claims.contradictions(), lambda found: found == []) == []
+        resolution = key_of(settled)  # c2/3: the contradiction went in c2 after London
+        about = await until(lambda: claims.about("Alice"), lambda found: resolution in {c.key for c in found})
+        assert [c.key for c in about] == [resolution, "c1/2", "c1/3"]  # confidence first; London settled
+        assert await until(claims.contradictions, lambda found: found == []) == []
         before = await answers(claims, "c1/3")
 
         rebuilt = await asyncio.to_thread(run_cli, settings, "rebuild", "claims", "--json")
@@ -177,29 +186,74 @@ async def test_claims_contradictions_resolution_basis_rebuild_cli_and_mcp(
         after = await until(lambda: answers(claims, "c1/3"), lambda found: found == before)
         assert after == before
 
-        cli = CliRunner()
-        env = cli_env(settings)
-        shown = cli.invoke(app, ["claims", "about", "Alice", "--json"], env=env)
-        assert shown.exit_code == 0, shown.stderr
-        assert [c["key"] for c in json.loads(shown.stdout)] == ["c2/2", "c1/2", "c1/3"]
-        made = cli.invoke(
-            app,
-            ["claims", "claim", "Alice", "knows", "Bob", "--confidence", "0.3", "--basis", seen, "--agent", AGENT,
-             "--session", "c3", "--json"],
-            env=env,
-        )  # fmt: skip
-        assert made.exit_code == 0, made.stderr
-        assert json.loads(made.stdout)["key"] == "c3/1"
-        refused = cli.invoke(
-            app,
-            ["claims", "claim", "Alice", "knows", "Carol", "--confidence", "0.3", "--basis", "c1/99",
-             "--agent", AGENT, "--session", "c3"],
-            env=env,
-        )  # fmt: skip
-        assert refused.exit_code == 2 and "basis[0]" in refused.stderr
-        text = cli.invoke(app, ["claims", "basis", "c1/3"], env=env)
-        assert (
-            text.exit_code == 0
-            and f"claim c1/3 (confidence 0.60, by {AGENT}, basis: 2 events)" in text.stdout
+        await check_cli(settings, seen, resolution)
+        await check_mcp(log, claims)
+
+
+async def check_cli(settings: Settings, seen: str, resolution: str) -> None:
+    env = cli_env(settings)
+
+    async def cli(*args: str) -> Any:
+        return await asyncio.to_thread(CliRunner().invoke, app, ["claims", *args], env=env)
+
+    shown = await cli("about", "Alice", "--json")
+    assert shown.exit_code == 0, shown.stderr
+    assert [c["key"] for c in json.loads(shown.stdout)] == [resolution, "c1/2", "c1/3"]
+    made = await cli(
+        "claim", "Alice", "knows", "Bob", "--confidence", "0.3", "--basis", seen, "--agent", AGENT,
+        "--session", "c3", "--json",
+    )  # fmt: skip
+    assert made.exit_code == 0, made.stderr
+    assert json.loads(made.stdout)["key"] == "c3/1"
+    refused = await cli(
+        "claim", "Alice", "knows", "Carol", "--confidence", "0.3", "--basis", "c1/99", "--agent", AGENT,
+        "--session", "c3",
+    )  # fmt: skip
+    assert refused.exit_code == 2 and "basis[0]" in refused.stderr
+    text = await cli("basis", "c1/3")
+    assert text.exit_code == 0, text.stderr
+    assert f"claim c1/3 (confidence 0.60, by {AGENT}, basis: 2 events): Alice WORKS_AT Acme" in text.stdout
+    assert "observation c1/1 seen at chat" in text.stdout
+
+
+async def check_mcp(log: EventLog, claims: ClaimsClient) -> None:
+    """A token limited to sessions c1 and c4: claims as itself, cites only what it may touch, reads only
+    what it may see, and may not accept without review rights."""
+    limited = Principal("claimer", "agent", ("c1", "c4"))
+    async with tools(log, limited) as call:
+        seen = await call(
+            "claims_observe", {"session": "c4", "content": "Alice moved to Berlin.", "source": "mail"}
         )
-        assert event_key("c1", 1) in text.stdout
+        said = await call(
+            "claims_claim",
+            {"session": "c4", "subject": "Alice", "predicate": "lives in", "object": "Berlin",
+             "confidence": 0.95, "basis": [seen["citation"]]},
+        )  # fmt: skip
+        assert said["key"] == "c4/2"
+        forbidden = await failure(
+            call,
+            "claims_claim",
+            {"session": "c4", "subject": "Alice", "predicate": "lives in", "object": "Rome",
+             "confidence": 0.5, "basis": ["c2/1"]},
+        )  # fmt: skip
+        assert forbidden.error["code"] == "forbidden" and "basis[0]" in forbidden.error["message"]
+        refused = await failure(call, "claims_accept", {"session": "c4", "claim": said["key"]})
+        assert refused.error["code"] == "forbidden"
+        assert (await failure(call, "claims_contradictions", {})).error["code"] == "forbidden"  # no session
+        mine = await until(
+            lambda: call("claims_about", {"entity": "Alice", "session": "c4"}),
+            lambda found: [c["key"] for c in found["claims"]] == ["c4/2"],
+        )
+        assert mine["claims"][0]["source_agent"] == "mcp:claimer"
+        visible = await call("claims_about", {"entity": "Alice", "session": "c1"})
+        assert [c["key"] for c in visible["claims"]] == ["c1/2", "c1/3"]  # not c2's, though asked of all
+        opened = await until(  # Berlin against Paris (c1/2); the one against c2's resolution is not visible
+            lambda: call("claims_contradictions", {"entity": "Alice", "session": "c4"}),
+            lambda found: len(found["contradictions"]) == 1,
+        )
+        [pair] = opened["contradictions"]
+        assert {pair["first"]["key"], pair["second"]["key"]} == {"c4/2", "c1/2"} and pair["session"] == "c4"
+        everything = await claims.contradictions("Alice")
+        assert len(everything) == 2  # what an unrestricted reader sees
+        chain = await call("claims_basis", {"claim": "c1/3", "session": "c1"})
+        assert chain["chain"]["root"]["key"] == "c1/3" and chain["withheld"] == 0
