@@ -1,4 +1,4 @@
-"""The built-in event types and the workflow pack's: schemas, error paths, and docs/event-types.md kept in
+"""The built-in event types and the workflow and claims packs': schemas, error paths, and docs/event-types.md kept in
 step with them.
 
 The example payloads live in ONE place, the ```json blocks of docs/event-types.md; these tests parse them.
@@ -28,9 +28,10 @@ from eventloom.schemas.catalogue import (
     RelationRef,
     TaskRef,
 )
+from gateway.packs.claims.events import CLAIMS_EVENT_TYPES
 from gateway.packs.workflow.events import WORKFLOW_EVENT_TYPES
 
-BUILTIN_EVENT_TYPES = {**CORE_EVENT_TYPES, **WORKFLOW_EVENT_TYPES}
+BUILTIN_EVENT_TYPES = {**CORE_EVENT_TYPES, **WORKFLOW_EVENT_TYPES, **CLAIMS_EVENT_TYPES}
 """Every type docs/event-types.md documents: the core's and those of the packs Eventloom ships."""
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "event-types.md"
