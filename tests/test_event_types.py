@@ -1,5 +1,5 @@
-"""The built-in event types and the workflow and claims packs': schemas, error paths, and docs/event-types.md kept in
-step with them.
+"""The built-in event types and the workflow and claims packs': schemas, error paths, and
+docs/event-types.md kept in step with them.
 
 The example payloads live in ONE place, the ```json blocks of docs/event-types.md; these tests parse them.
 """
