@@ -115,7 +115,9 @@ class RecordClaim(msgspec.Struct, frozen=True, gc=False, tag=True, tag_field="op
 
 class AcceptClaim(msgspec.Struct, frozen=True, gc=False, tag=True, tag_field="op", kw_only=True):
     """Mark claim `claim` accepted (`accepted`, `acceptedBy`, `acceptedAt`) and materialise its edge as
-    `RecordClaim` says; on a placeholder, only the mark (the edge comes when the claim is recorded)."""
+    `RecordClaim` says; on a placeholder, only the mark (the edge comes when the claim is recorded). The
+    first acceptance stands: accepting again changes nothing. The derived edge is cited to the claim and
+    dated by the acceptance (`acceptedAt`), whichever of the two was applied first."""
 
     claim: str
     reviewer: str
@@ -137,7 +139,8 @@ class RelateEntities(msgspec.Struct, frozen=True, gc=False, tag=True, tag_field=
 
 class RecordContradiction(msgspec.Struct, frozen=True, gc=False, tag=True, tag_field="op", kw_only=True):
     """`CONTRADICTS` from claim `first` to claim `second` (placeholders if absent), one per pair whatever
-    the direction: `trust`, `method`, `edgeId` and the citation of the inferred edge's event."""
+    the direction (the first inferred stands): `trust`, `method`, `edgeId` and the citation of the
+    inferred edge's event."""
 
     first: str
     second: str

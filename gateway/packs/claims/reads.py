@@ -19,7 +19,12 @@ from readmodels import ViewGraph, ViewRequest
 MAX_LIMIT: Final = 1000
 MAX_BASIS_DEPTH: Final = 20
 VIEW_QUESTION: Final = "view"
-"""Entry point `eventloom.graph_views` `claims`: the question the web view asks for this model's nodes."""
+"""Entry point `eventloom.graph_views` `claims`: the question the web view asks for this model's nodes.
+
+Node ids `claims:<Label>:<key>` (a Resolution is `claims:Claim:<key>`, kind `resolution`); a node's label
+is `model.claim_label` / `model.observation_label` / the entity's name, and `search` looks in it. What a
+request lets through, and how nodes and edges look: `view_rows`; which nodes (focus, search, newest
+first): `ladybug_view`. Placeholders are never shown."""
 
 
 class ClaimView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -61,7 +66,9 @@ class ObservationView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
 
 class RelationView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """An entity-to-entity edge: stated by an observation (`derived` false) or materialised by an accepted
-    claim (`derived` true); `via` is that observation's or claim's key."""
+    claim (`derived` true); `via` is that observation's or claim's key. `source` and `target` are the
+    entities' names. A derived edge is cited to its claim (whichever came first, the claim or its
+    acceptance), its time the acceptance's."""
 
     source: str
     relation: str
@@ -75,7 +82,8 @@ class RelationView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
 class EntityView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     key: str
     name: str
-    relations: list[RelationView] = msgspec.field(default_factory=list)  # outgoing and incoming
+    relations: list[RelationView] = msgspec.field(default_factory=list)
+    """Outgoing and incoming, ordered by relation, source name, target name, then `via` (as strings)."""
 
 
 class BasisLink(msgspec.Struct, frozen=True, kw_only=True):
@@ -109,8 +117,8 @@ class ContradictionView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults
 
 
 class AboutQuestion(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """Claims whose subject is `entity`: highest confidence first, then newest; without superseded ones
-    unless `include_superseded`."""
+    """Claims whose subject is `entity`: highest confidence first, then newest (`asserted_at`), then key
+    ascending; without superseded ones unless `include_superseded`."""
 
     entity: str
     include_superseded: bool = False
@@ -122,7 +130,9 @@ class ClaimQuestion(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_
 
 
 class ContradictionsQuestion(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """Open contradictions (neither claim superseded), about `entity` or any; highest trust first."""
+    """Open contradictions (neither claim superseded, both projected: a side still a placeholder is left
+    out until it is), whose either side's subject is `entity`, or any; highest trust first, then in the
+    order of the inferring events (session, seq). `first`/`second` as the inferred edge's source/target."""
 
     entity: str | None = None
     limit: int = 100
@@ -133,7 +143,8 @@ class EntityQuestion(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw
 
 
 class ObservationsQuestion(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """Observations that mention `entity`, newest first."""
+    """Observations that mention `entity`, newest first: by `observed_at`, then session and seq, all
+    descending. `mentions` are the names as given (extracted ones, then the triples' ends)."""
 
     entity: str
     limit: int = 100
