@@ -1,7 +1,8 @@
 """The questions of `reads` (but `view`: ladybug_view.py), answered on LadybugDB. Each starts from a
 primary key (an entity's, a claim's) and walks relationships, so a read touches only the rows it returns;
-only `contradictions` scans its (small) relationship table. Synchronous: the store runs them on its
-thread."""
+only `contradictions` scans its (small) relationship table. A `LIMIT` is written into the statement (a
+checked int): as a parameter, LadybugDB sizes its top-k for the largest and takes several times as long.
+Synchronous: the store runs them on its thread."""
 
 from __future__ import annotations
 
@@ -133,8 +134,8 @@ def about(execute: Execute, question: AboutQuestion) -> list[ClaimView]:
     rows = execute(
         f"MATCH (e:KnownEntity {{key: $key}})<-[:SUBJECT]-(c:Claim) WHERE {_PROJECTED.format(var='c')}"
         f"{current} RETURN c.key AS key, c.confidence AS confidence, c.assertedAt AS asserted_at "
-        "ORDER BY confidence DESC, asserted_at DESC, key LIMIT $limit",
-        {"key": key_of(question.entity), "limit": check_limit(question.limit)},
+        f"ORDER BY confidence DESC, asserted_at DESC, key LIMIT {check_limit(question.limit)}",
+        {"key": key_of(question.entity)},
     )
     keys = [str(row["key"]) for row in rows]
     views = claims(execute, keys)
@@ -209,14 +210,14 @@ def contradictions(execute: Execute, question: ContradictionsQuestion) -> list[C
         "a.supersededBy IS NULL",
         "b.supersededBy IS NULL",
     ]
-    params: dict[str, object] = {"limit": check_limit(question.limit)}
+    params: dict[str, object] = {}
     if question.entity is not None:
         where.append("(a.subjectKey = $key OR b.subjectKey = $key)")
         params["key"] = key_of(question.entity)
     rows = execute(
         f"MATCH (a:Claim)-[r:CONTRADICTS]->(b:Claim) WHERE {' AND '.join(where)} "
         "RETURN a.key AS first, b.key AS second, r.trust AS trust, r.method AS method, r.edgeId AS edge_id, "
-        f"{_cited('r')} ORDER BY trust DESC, session, seq LIMIT $limit",
+        f"{_cited('r')} ORDER BY trust DESC, session, seq LIMIT {check_limit(question.limit)}",
         params,
     )
     views = claims(execute, [str(row[end]) for row in rows for end in ("first", "second")])
@@ -269,7 +270,7 @@ def observations(execute: Execute, question: ObservationsQuestion) -> list[Obser
     rows = execute(
         f"MATCH (e:KnownEntity {{key: $key}})<-[:SUBJECT]-(o:Observation) "
         f"WHERE {_PROJECTED.format(var='o')} RETURN {OBSERVATION} "
-        "ORDER BY observed_at DESC, session DESC, seq DESC LIMIT $limit",
-        {"key": key_of(question.entity), "limit": check_limit(question.limit)},
+        f"ORDER BY observed_at DESC, session DESC, seq DESC LIMIT {check_limit(question.limit)}",
+        {"key": key_of(question.entity)},
     )
     return [observation_view(row) for row in rows]

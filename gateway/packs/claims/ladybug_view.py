@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Final
 
 from gateway.packs.claims.ladybug_reads import CLAIM, OBSERVATION
+from gateway.packs.claims.ladybug_schema import PAIRS
 from gateway.packs.claims.model import NODE_LABELS, NodeLabel, entity_key
 from gateway.packs.claims.view_rows import (
     LABEL_ORDER,
@@ -27,7 +28,7 @@ from gateway.packs.claims.view_rows import (
     written_at,
 )
 from readmodels.graph.cypher.io import Execute
-from readmodels.view import MAX_VIEW_LIMIT, ViewEdge, ViewGraph, ViewRequest
+from readmodels.view import ViewEdge, ViewGraph, ViewRequest
 
 _VAR: Final[dict[NodeLabel, str]] = {"Observation": "o", "Claim": "c", "KnownEntity": "e"}
 _TIME: Final[dict[NodeLabel, str]] = {
@@ -74,7 +75,7 @@ def _newest(execute: Execute, request: ViewRequest) -> Chosen:
     for label in NODE_LABELS:
         var = _VAR[label]
         where = [] if label == "KnownEntity" else [f"NOT coalesce({var}.placeholder, false)"]
-        params: dict[str, object] = {"limit": request.limit}
+        params: dict[str, object] = {}
         if request.sessions is not None:
             where.append(
                 f"list_has_any({var}.sessions, $sessions)"
@@ -93,7 +94,7 @@ def _newest(execute: Execute, request: ViewRequest) -> Chosen:
         condition = f"WHERE {' AND '.join(where)} " if where else ""
         rows = execute(
             f"MATCH ({var}:{label}) {condition}RETURN {_COLUMNS[label]} "
-            f"ORDER BY {var}.{_TIME[label]} DESC, key DESC LIMIT $limit",
+            f"ORDER BY {var}.{_TIME[label]} DESC, key DESC LIMIT {int(request.limit)}",
             params,
         )
         found += [(written_at(label, row), -LABEL_ORDER[label], str(row["key"]), label, row) for row in rows]
@@ -123,7 +124,7 @@ def _neighbourhood(execute: Execute, request: ViewRequest, visible: Visibility) 
     for _ in range(request.depth):
         reached: list[tuple[NodeLabel, str]] = []
         for label, key in frontier:
-            for edge in _touching(execute, label, key):
+            for edge in _touching(execute, label, key, request.limit):
                 other: NodeLabel = edge["other_label"]
                 other_key = str(edge["other_key"])
                 if len(chosen) >= request.limit:
@@ -138,25 +139,34 @@ def _neighbourhood(execute: Execute, request: ViewRequest, visible: Visibility) 
     return chosen
 
 
-def _touching(execute: Execute, label: NodeLabel, key: str, outgoing_only: bool = False) -> list[Row]:
-    """The relationships from (and, unless `outgoing_only`, to) a node, newest first, at most
-    `MAX_VIEW_LIMIT` each way, each with the label and key of its other end."""
+def _rels(label: NodeLabel, outgoing: bool) -> str:
+    """The relationship types that leave (or reach) a node of `label`: naming them plans one index
+    probe per table, an untyped pattern one that costs five times as much."""
+    end = 0 if outgoing else 1
+    return "|".join(rel for rel, pairs in PAIRS.items() if any(pair[end] == label for pair in pairs))
+
+
+def _touching(execute: Execute, label: NodeLabel, key: str, most: int | None) -> list[Row]:
+    """The relationships to and from a node, each with the label and key of its other end: at most `most`
+    each way, newest first, or (`most` None) only those from it, all of them. `most` is written into the
+    statement (a checked int): as a parameter, LadybugDB sizes its top-k for the largest and takes ~5x
+    as long."""
     var = _VAR[label]
-    patterns = [f"({var})-[r]->(m)"] + ([] if outgoing_only else [f"({var})<-[r]-(m)"])
+    if most is None:
+        patterns, tail = [f"-[r:{_rels(label, True)}]->"], ""
+    else:
+        patterns = [f"-[r:{_rels(label, True)}]->", f"<-[r:{_rels(label, False)}]-"]
+        tail = f" ORDER BY at DESC, session, seq, other_key LIMIT {int(most)}"
     rows: list[Row] = []
     for pattern in patterns:
-        rows += execute(
-            f"MATCH ({var}:{label} {{key: $key}}) MATCH {pattern} RETURN {EDGE} "
-            "ORDER BY at DESC, session, seq, other_key LIMIT $cap",
-            {"key": key, "cap": MAX_VIEW_LIMIT},
-        )
+        rows += execute(f"MATCH ({var}:{label} {{key: $key}}){pattern}(m) RETURN {EDGE}{tail}", {"key": key})
     return rows
 
 
 def _edges_between(execute: Execute, chosen: Chosen, visible: Visibility) -> list[ViewEdge]:
     edges: list[ViewEdge] = []
     for source, (label, row) in chosen.items():
-        for edge in _touching(execute, label, str(row["key"]), outgoing_only=True):
+        for edge in _touching(execute, label, str(row["key"]), None):
             target = node_id(edge["other_label"], str(edge["other_key"]))
             if target in chosen and visible.edge(edge):
                 edges.append(view_edge(source, target, edge))
