@@ -62,8 +62,12 @@ def _entity(name: str) -> EntityName:
     return EntityName(entity_key(name), name)
 
 
-def _keys(sources: list[SourceEvent]) -> list[str]:
-    return list(dict.fromkeys(event_key(source.session, source.seq) for source in sources))
+def _keys(sources: list[SourceEvent], own: str) -> list[str]:
+    """The keys of `sources`, each once, never the event's own (`own`: a citation of itself cannot be
+    true, and the consumer dead-letters it; projecting it would link a claim to itself)."""
+    keys = dict.fromkeys(event_key(source.session, source.seq) for source in sources)
+    keys.pop(own, None)
+    return list(keys)
 
 
 def _observation(event: Event, cite: Cite, p: ObservationRecorded) -> list[Operation]:
@@ -102,9 +106,10 @@ def _observation(event: Event, cite: Cite, p: ObservationRecorded) -> list[Opera
 
 def _claim(event: Event, cite: Cite, p: ClaimAsserted) -> list[Operation]:
     resolution = isinstance(p, ClaimResolved)
+    key = event_key(event.session, event.seq)
     return [
         RecordClaim(
-            key=event_key(event.session, event.seq),
+            key=key,
             kind="resolution" if resolution else "claim",
             subject=_entity(p.subject),
             predicate=p.predicate,
@@ -114,8 +119,8 @@ def _claim(event: Event, cite: Cite, p: ClaimAsserted) -> list[Operation]:
             negated=p.negated,
             statement=p.statement,
             asserted_at=event.ts,
-            basis=_keys(p.basis),
-            supersedes=_keys(p.supersedes) if isinstance(p, ClaimResolved) else [],
+            basis=_keys(p.basis, key),
+            supersedes=_keys(p.supersedes, key) if isinstance(p, ClaimResolved) else [],
             cite=cite,
         )
     ]
