@@ -14,6 +14,7 @@ import msgspec
 import pytest
 
 from gateway.packs.claims import reads
+from gateway.packs.claims.model import Cite, ClaimsChanges, EntityName, RelateEntities
 from gateway.packs.claims.projector import ClaimsStore
 from gateway.packs.claims.reads import (
     AboutQuestion,
@@ -276,6 +277,26 @@ async def test_a_batch_writes_what_events_one_by_one_write(
         assert await everything(other, told) == one_by_one
     finally:
         await other.close()
+
+
+async def test_a_batch_with_an_operation_that_cannot_be_written_writes_nothing(
+    claims_store: ClaimsStore,
+) -> None:
+    told = alice_story()
+    good = translated(told.c1.events[:3])
+    bad_relation = RelateEntities(
+        source=EntityName("alice", "Alice"),
+        relation="lives in",  # not UPPER_SNAKE: never a relationship type
+        target=EntityName("paris", "Paris"),
+        derived=False,
+        via="c1/1",
+        cite=Cite("c1", 4, "ab" * 32, ts(4)),
+    )
+    with pytest.raises(Exception, match="lives in"):
+        await claims_store.apply(PROJECTOR, [*good, ClaimsChanges("c1", 4, "ab" * 32, [bad_relation])])
+    assert await claims_store.applied_seqs(PROJECTOR, ["c1"]) == {}
+    assert await claims_store.view(ViewRequest()) == ViewGraph()
+    assert await claims_store.apply(PROJECTOR, good) == 3  # and the store still writes
 
 
 async def test_placeholders_are_filled_when_their_session_is_applied(claims_store: ClaimsStore) -> None:

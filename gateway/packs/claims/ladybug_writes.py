@@ -10,9 +10,11 @@ of `ladybug_schema`; every value is a parameter.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, Final
 
+from gateway.packs.claims.events import PREDICATE, RESERVED_PREDICATES
 from gateway.packs.claims.ladybug_schema import LINKS_TABLE, PAIRS, REL_COLUMNS
 from gateway.packs.claims.model import (
     AcceptClaim,
@@ -36,12 +38,22 @@ _CLAIM_READ: Final = (
 )
 
 
+_PREDICATE: Final = re.compile(PREDICATE)
+
+
 class ClaimsWriteError(ValueError):
     """An operation this store cannot write as given; the message names the field."""
 
 
 def cited(cite: Cite) -> dict[str, Any]:
     return {"session": cite.session, "seq": cite.seq, "hash": cite.hash}
+
+
+def checked_predicate(field: str, predicate: str) -> str:
+    """`predicate` if it is a relation a triple or a claim may have (`events.PREDICATE`, not reserved)."""
+    if not _PREDICATE.fullmatch(predicate) or predicate in RESERVED_PREDICATES:
+        raise ClaimsWriteError(f"{field}: {predicate!r} is not an UPPER_SNAKE relation of the claims model")
+    return predicate
 
 
 def link_key(rel: str, source: str, target: str, *more: str) -> str:
@@ -136,6 +148,7 @@ class ClaimsWriter:
         return True
 
     def relate(self, op: RelateEntities) -> None:
+        checked_predicate("RelateEntities.relation", op.relation)
         self.entity(op.source, op.cite)
         self.entity(op.target, op.cite)
         self._relate(op.source.key, op.relation, op.target.key, op.derived, op.via, op.cite, op.cite.ts)
@@ -170,6 +183,7 @@ class ClaimsWriter:
             self.link("SUBJECT", ("Observation", op.key), ("KnownEntity", entity.key), key, edge)
 
     def record_claim(self, op: RecordClaim) -> None:
+        checked_predicate("RecordClaim.predicate", op.predicate)
         if op.key in op.basis or op.key in op.supersedes:
             raise ClaimsWriteError(f"RecordClaim.basis: claim {op.key!r} cannot rest on or settle itself")
         found = self.node("Claim", op.key, _CLAIM_READ)

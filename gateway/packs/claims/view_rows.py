@@ -111,6 +111,12 @@ def view_node(label: NodeLabel, row: Row, as_of: str | None) -> ViewNode:
             properties=properties,
             citations=citations,
         )
+    return _claim_node(row, as_of, citations)
+
+
+def _claim_node(row: Row, as_of: str | None, citations: list[str]) -> ViewNode:
+    """A claim or a Resolution: superseded (and ending) only when drawn as it is now; with `as_of`, only
+    what was superseded after it is drawn, as it then was."""
     superseded = row.get("superseded_by") is not None and as_of is None
     accepted = bool(row.get("accepted")) and (as_of is None or str(row.get("accepted_at") or "") <= as_of)
     properties = {
@@ -124,7 +130,7 @@ def view_node(label: NodeLabel, row: Row, as_of: str | None) -> ViewNode:
         properties["superseded_by"] = row["superseded_by"]
     kind: Kind = "resolution" if row.get("kind") == "resolution" else "claim"
     return ViewNode(
-        id=node_id(label, key),
+        id=node_id("Claim", str(row["key"])),
         kind=kind,
         label=str(row["label"]),
         session=row.get("session"),
