@@ -220,7 +220,7 @@ async def test_the_schema_has_a_unique_key_per_label_and_the_read_indexes(store:
     unique = {tuple(row["labelsOrTypes"]) for row in rows if row["properties"] == ["key"]}
     assert {(label,) for label in LABELS} <= unique
     indexes = {row["name"]: row["state"] for row in await store._rows("SHOW INDEXES YIELD name, state", {})}
-    for name in ("claims_claim_subject_order", "claims_contradiction_trust", "claims_claim_at"):
+    for name in ("claims_claim_subject_order", "claims_contradiction_trust", "claims_claim_asserted"):
         assert indexes[name] == "ONLINE"
     again = Neo4jClaimsStore(store.uri, user=store._auth[0], password=store._auth[1])
     async with again:

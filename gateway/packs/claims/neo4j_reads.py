@@ -3,10 +3,11 @@
 Claims about an entity by their `subjectKey` (index `claims_claim_subject_order`, which also gives them
 highest confidence first, then newest); a claim's basis chain level by level (each claim's `basis` in the
 order its event gave it, at most `MAX_BASIS_DEPTH` levels, each node once); open contradictions along
-`CONTRADICTS` (index `claims_contradiction_trust`); an entity's relations are every relationship between
-it and another `KnownEntity` (the pack's own types only ever link an observation or a claim to one); the
-observations that mention an entity along `SUBJECT`. Placeholders (`placeholder: true`) are not in the
-model: no answer names one except as a missing basis. The web view is `neo4j_view`.
+`CONTRADICTS` (index `claims_contradiction_trust`), highest trust first, then in the order inferred; an
+entity's relations are every relationship between it and another `KnownEntity` (the pack's own types
+only ever link an observation or a claim to one); the observations that mention an entity along
+`SUBJECT`. Placeholders (`placeholder: true`) are not in the model: no answer names one except as a
+missing basis. The web view is `neo4j_view`.
 """
 
 from __future__ import annotations
@@ -37,10 +38,10 @@ from readmodels.view import ViewGraph, ViewRequest
 
 
 def _claim_columns(var: str) -> str:
-    """A claim's properties, its subject entity's name and its basis keys that are placeholders."""
+    """A claim's properties and the keys of its projected bases (the rest of `basis` is missing)."""
     return (
-        f"properties({var}) AS {var}, [({var})-[:SUBJECT]->(e:KnownEntity) | e.name][0] AS {var}Subject, "
-        f"[({var})-[:BASIS]->(t) WHERE t.placeholder = true | t.key] AS {var}Missing"
+        f"properties({var}) AS {var}, "
+        f"[({var})-[:BASIS]->(t) WHERE coalesce(t.placeholder, false) = false | t.key] AS {var}Present"
     )
 
 
@@ -53,28 +54,24 @@ _ABOUT: Final = (
 _CLAIMS: Final = (
     f"UNWIND $keys AS k MATCH (c:Claim {{key: k}}) WHERE c.placeholder = false RETURN {_claim_columns('c')}"
 )
-_OBSERVATION_COLUMNS: Final = "properties(o) AS o"
 _OBSERVATIONS: Final = (
-    "UNWIND $keys AS k MATCH (o:Observation {key: k}) WHERE o.placeholder = false "
-    f"RETURN {_OBSERVATION_COLUMNS}"
+    "UNWIND $keys AS k MATCH (o:Observation {key: k}) WHERE o.placeholder = false RETURN properties(o) AS o"
 )
 _MENTIONING: Final = (
     "MATCH (:KnownEntity {key: $key})<-[:SUBJECT]-(o:Observation) WHERE o.placeholder = false "
-    f"RETURN {_OBSERVATION_COLUMNS} ORDER BY o.observedAt DESC, o.key LIMIT $limit"
+    "RETURN properties(o) AS o ORDER BY o.observedAt DESC, o.session DESC, o.seq DESC LIMIT $limit"
 )
 _OPEN: Final = (
     "a.placeholder = false AND b.placeholder = false AND a.supersededBy IS NULL AND b.supersededBy IS NULL"
 )
-_CONTRADICTIONS: Final = (
-    f"MATCH (a:Claim)-[x:CONTRADICTS]->(b:Claim) WHERE {_OPEN} "
+_IN_ORDER: Final = (
     f"RETURN properties(x) AS x, {_claim_columns('a')}, {_claim_columns('b')} "
-    "ORDER BY x.trust DESC, a.key, b.key LIMIT $limit"
+    "ORDER BY x.trust DESC, x.session, x.seq LIMIT $limit"
 )
+_CONTRADICTIONS: Final = f"MATCH (a:Claim)-[x:CONTRADICTS]->(b:Claim) WHERE {_OPEN} {_IN_ORDER}"
 _CONTRADICTIONS_ABOUT: Final = (
     "MATCH (:Claim {subjectKey: $key})-[x:CONTRADICTS]-(:Claim) WITH DISTINCT x "
-    f"MATCH (a:Claim)-[x]->(b:Claim) WHERE {_OPEN} "
-    f"RETURN properties(x) AS x, {_claim_columns('a')}, {_claim_columns('b')} "
-    "ORDER BY x.trust DESC, a.key, b.key LIMIT $limit"
+    f"MATCH (a:Claim)-[x]->(b:Claim) WHERE {_OPEN} {_IN_ORDER}"
 )
 _ENTITY: Final = (
     "MATCH (e:KnownEntity {key: $key}) RETURN e.key AS key, e.name AS name, "
@@ -91,11 +88,11 @@ def _text(value: Any) -> str | None:
 def claim_view(row: Row, var: str = "c") -> ClaimView:
     props: Row = row[var]
     basis = [str(key) for key in props.get("basis") or []]
-    missing = {str(key) for key in row[f"{var}Missing"] or []}
+    present = {str(key) for key in row[f"{var}Present"] or []}
     return ClaimView(
         key=str(props["key"]),
         kind=str(props.get("kind") or "claim"),
-        subject=str(row[f"{var}Subject"] or props.get("subject") or ""),
+        subject=str(props.get("subject") or ""),
         subject_key=str(props.get("subjectKey") or ""),
         predicate=str(props.get("predicate") or ""),
         object=str(props.get("object") or ""),
@@ -106,7 +103,7 @@ def claim_view(row: Row, var: str = "c") -> ClaimView:
         asserted_at=str(props.get("assertedAt") or ""),
         session=str(props.get("session") or ""),
         basis=basis,
-        missing_basis=[key for key in basis if key in missing],
+        missing_basis=[key for key in basis if key not in present],
         supersedes=[str(key) for key in props.get("supersedes") or []],
         superseded_by=_text(props.get("supersededBy")),
         accepted=bool(props.get("accepted", False)),
@@ -114,8 +111,7 @@ def claim_view(row: Row, var: str = "c") -> ClaimView:
     )
 
 
-def observation_view(row: Row) -> ObservationView:
-    props: Row = row["o"]
+def observation_view(props: Row) -> ObservationView:
     return ObservationView(
         key=str(props["key"]),
         content=str(props.get("content") or ""),
@@ -185,7 +181,7 @@ class Neo4jClaimsReads:
     async def _observations(self, keys: list[str]) -> dict[str, ObservationView]:
         if not keys:
             return {}
-        views = (observation_view(row) for row in await self._execute(_OBSERVATIONS, {"keys": keys}))
+        views = (observation_view(row["o"]) for row in await self._execute(_OBSERVATIONS, {"keys": keys}))
         return {view.key: view for view in views}
 
     async def claim(self, question: ClaimQuestion) -> ClaimView | None:
@@ -231,12 +227,12 @@ class Neo4jClaimsReads:
         if not rows:
             return None
         relations = [relation_view(row) for row in rows[0]["relations"]]
-        relations.sort(key=lambda r: (r.source, r.relation, r.target, r.via))
+        relations.sort(key=lambda r: (r.relation, r.source, r.target, r.via))
         return EntityView(key=str(rows[0]["key"]), name=str(rows[0]["name"] or ""), relations=relations)
 
     async def observations(self, question: ObservationsQuestion) -> list[ObservationView]:
         params = {"key": asked_entity(question.entity), "limit": check_limit(question.limit)}
-        return [observation_view(row) for row in await self._execute(_MENTIONING, params)]
+        return [observation_view(row["o"]) for row in await self._execute(_MENTIONING, params)]
 
     async def view(self, question: ViewRequest) -> ViewGraph:
         return await claims_view(self._execute, question)

@@ -9,7 +9,7 @@ What each read needs: a claim, observation or entity by key (the unique constrai
 concurrent `MERGE`s of one key safe); the claims about an entity, highest confidence first then newest
 (`claims_claim_subject_order`: the subject key, then the order asked, so a `LIMIT` stops early); open
 contradictions, highest trust first (`claims_contradiction_trust`); the newest observations and claims for
-the web view (`claims_observation_at`, `claims_claim_at`).
+the web view (`claims_observation_recorded`, `claims_claim_asserted`, `claims_entity_first_seen`).
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ _READ_INDEXES: Final = (
     "CREATE INDEX claims_claim_subject_order IF NOT EXISTS "
     "FOR (c:Claim) ON (c.subjectKey, c.confidence, c.assertedAt)",
     "CREATE INDEX claims_contradiction_trust IF NOT EXISTS FOR ()-[x:CONTRADICTS]-() ON (x.trust)",
-    "CREATE INDEX claims_observation_at IF NOT EXISTS FOR (o:Observation) ON (o.at)",
-    "CREATE INDEX claims_claim_at IF NOT EXISTS FOR (c:Claim) ON (c.at)",
+    "CREATE INDEX claims_observation_recorded IF NOT EXISTS FOR (o:Observation) ON (o.recordedAt)",
+    "CREATE INDEX claims_claim_asserted IF NOT EXISTS FOR (c:Claim) ON (c.assertedAt)",
+    "CREATE INDEX claims_entity_first_seen IF NOT EXISTS FOR (e:KnownEntity) ON (e.firstSeen)",
 )
 MIGRATIONS: Final = (
     ("claims_0001_keys", _KEYS),

@@ -1,17 +1,16 @@
-"""The claims model as the web view draws it (`readmodels.view`), on Neo4j.
+"""The web view's question (`view`) on Neo4j: which nodes, read here; what they look like and what a request
+lets through, `view_rows` (shared with LadybugDB), so both backends draw the same graph.
 
-Nodes are `claims:<label>:<key>`: entities, observations, claims and resolutions (a Resolution is a
-`claims:Claim:` node of kind `resolution`); edges are the pack's own (`SUBJECT`, `BASIS`, `SUPERSEDES`,
-`CONTRADICTS` with its trust: `system` edges) and the relations between entities (`derived` when an
-accepted claim materialised them).
+- `focus` (a node id `claims:<Label>:<key>`, or an entity's name): that node and its neighbourhood to
+  `depth` hops along every relationship, either direction, through visible nodes and edges only, nearest
+  first (each node's outgoing relationships, then incoming, newest first), at most `limit` nodes;
+- else `search`: the nodes whose label text holds it (case-insensitive), newest first;
+- else the newest nodes;
+and every visible edge between the nodes chosen. Newest first is by the time the node was written
+(`view_rows.written_at`), then claims before observations before entities, then key descending.
 
-What is drawn: the nodes within `depth` steps of `focus` (a `claims:` id or an entity's name; another
-model's id gives nothing), else of the nodes matching `search`, else of the newest observations and claims
-(half of `limit`, so their entities fit too); at most `limit` nodes, and the edges between them.
-Scope: with `sessions`, only what those sessions wrote (nodes and edges); with `as_of`, only what was
-written by then, without the claims superseded by then. Without `as_of`, superseded claims are drawn,
-flagged `superseded`. An entity belongs to no session: it is drawn only with an edge that is.
-Placeholders (nodes only linked to, not yet projected) are never drawn.
+Stored properties are camelCase; `view_rows` reads rows of snake_case names (`_row`). `as_of` is made
+canonical first (RFC 3339 UTC with microseconds, as stored), so times compare as text.
 """
 
 from __future__ import annotations
@@ -20,59 +19,57 @@ import re
 from datetime import UTC, datetime
 from typing import Any, Final
 
+import msgspec
+
 from eventloom.event import utc_timestamp
-from gateway.packs.claims.model import NODE_LABELS, SYSTEM_RELS, entity_key
+from gateway.packs.claims.model import NODE_LABELS, NodeLabel, entity_key
 from gateway.packs.claims.reads import InvalidQuestion
-from readmodels.graph.cypher.io import ExecuteAsync, Row
-from readmodels.view import ViewEdge, ViewGraph, ViewNode, ViewRequest
-
-NODE_PREFIX: Final = "claims:"
-LABEL_CHARS: Final = 80
-_OTHER_MODEL: Final = re.compile(r"^[a-z][a-z0-9_]*:[^:\s]")
-_MODEL_NODE: Final = "(m:Observation OR m:Claim OR m:KnownEntity)"
-_EDGE_IN_SCOPE: Final = "($sessions IS NULL OR e.session IN $sessions) AND ($asOf IS NULL OR e.at <= $asOf)"
-
-
-def _node_in_scope(var: str) -> str:
-    """An entity is always (its edges decide); anything else if projected, in scope and not superseded."""
-    return (
-        f"({var}:KnownEntity OR (coalesce({var}.placeholder, false) = false "
-        f"AND ($sessions IS NULL OR {var}.session IN $sessions) "
-        f"AND ($asOf IS NULL OR ({var}.at <= $asOf "
-        f"AND ({var}.supersededAt IS NULL OR {var}.supersededAt > $asOf)))))"
-    )
-
-
-_NEIGHBOURS: Final = (
-    "UNWIND $frontier AS id MATCH (n) WHERE elementId(n) = id "
-    f"MATCH (n)-[e]-(m) WHERE {_MODEL_NODE} AND {_EDGE_IN_SCOPE} AND {_node_in_scope('m')} "
-    "AND NOT elementId(m) IN $chosen "
-    "WITH DISTINCT m RETURN elementId(m) AS id ORDER BY m:KnownEntity DESC, m.at DESC, m.key LIMIT $limit"
+from gateway.packs.claims.view_rows import (
+    LABEL_ORDER,
+    Row,
+    Visibility,
+    node_id,
+    parse_node_id,
+    view_edge,
+    view_node,
+    written_at,
 )
-_NEWEST: Final = (
-    "CALL () { MATCH (m:Observation) RETURN m ORDER BY m.at DESC LIMIT $limit "
-    "UNION MATCH (m:Claim) RETURN m ORDER BY m.at DESC LIMIT $limit } "
-    f"WITH m WHERE m.at IS NOT NULL AND {_node_in_scope('m')} "
-    "RETURN elementId(m) AS id ORDER BY m.at DESC, m.key LIMIT $limit"
+from readmodels.graph.cypher.io import ExecuteAsync
+from readmodels.view import MAX_VIEW_LIMIT, ViewEdge, ViewGraph, ViewRequest
+
+_TIME: Final[dict[NodeLabel, str]] = {
+    "Observation": "recordedAt",
+    "Claim": "assertedAt",
+    "KnownEntity": "firstSeen",
+}
+_TEXT: Final[dict[NodeLabel, str]] = {"Observation": "label", "Claim": "label", "KnownEntity": "name"}
+_CAMEL: Final = re.compile(r"(?<!^)(?=[A-Z])")
+_TOUCHING: Final = (
+    "MATCH (n:{label} {{key: $key}}) CALL (n) {{ "
+    "MATCH (n)-[r]->(m) RETURN r, m, 0 AS way UNION ALL MATCH (n)<-[r]-(m) RETURN r, m, 1 AS way }} "
+    "RETURN type(r) AS rel, properties(r) AS edge, labels(m) AS labels, properties(m) AS node, way "
+    "ORDER BY way, r.at DESC, r.session, r.seq, m.key LIMIT $cap"
 )
-_SEARCH: Final = (
-    "CALL () { MATCH (m:KnownEntity) WHERE toLower(m.name) CONTAINS $needle RETURN m "
-    "UNION MATCH (m:Observation) WHERE toLower(m.content) CONTAINS $needle RETURN m "
-    "UNION MATCH (m:Claim) WHERE toLower(m.subject + ' ' + m.predicate + ' ' + m.object + ' ' "
-    "+ coalesce(m.statement, '')) CONTAINS $needle RETURN m } "
-    f"WITH m WHERE {_node_in_scope('m')} "
-    "RETURN elementId(m) AS id ORDER BY m:KnownEntity DESC, m.at DESC, m.key LIMIT $limit"
+_LEAVING: Final = (
+    "UNWIND $keys AS k MATCH (n:{label} {{key: k}})-[r]->(m) "
+    "RETURN n.key AS key, type(r) AS rel, properties(r) AS edge, labels(m) AS labels, m.key AS other"
 )
-_FOCUS: Final = f"MATCH (m:{{label}} {{{{key: $key}}}}) WHERE {_node_in_scope('m')} RETURN elementId(m) AS id"
-_NODES: Final = (
-    "UNWIND $ids AS id MATCH (n) WHERE elementId(n) = id "
-    "RETURN id, labels(n) AS labels, properties(n) AS props"
-)
-_EDGES: Final = (
-    "UNWIND $ids AS id MATCH (a) WHERE elementId(a) = id "
-    f"MATCH (a)-[e]->(b) WHERE elementId(b) IN $ids AND {_EDGE_IN_SCOPE} "
-    "RETURN elementId(a) AS source, elementId(b) AS target, type(e) AS type, properties(e) AS props"
-)
+
+
+def _row(props: Row) -> Row:
+    """Stored properties (`observedAt`) as the row `view_rows` reads (`observed_at`)."""
+    return {_CAMEL.sub("_", name).lower(): value for name, value in props.items()}
+
+
+def _edge_row(rel: str, props: Row) -> Row:
+    return {**_row(props), "rel": rel, "relation": rel}
+
+
+def _label(labels: list[str]) -> NodeLabel | None:
+    for label in NODE_LABELS:
+        if label in labels:
+            return label
+    return None
 
 
 def instant(as_of: str | None) -> str | None:
@@ -86,152 +83,116 @@ def instant(as_of: str | None) -> str | None:
     return utc_timestamp(moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC))
 
 
-async def _focus(execute: ExecuteAsync, focus: str, scope: dict[str, Any]) -> list[str]:
-    label, key = "KnownEntity", ""
-    if focus.startswith(NODE_PREFIX):
-        label, _, key = focus[len(NODE_PREFIX) :].partition(":")
-        label = "Claim" if label == "Resolution" else label
-        if label not in NODE_LABELS or not key:
-            return []
-    elif _OTHER_MODEL.match(focus):
-        return []
-    else:
-        try:
-            key = entity_key(focus)
-        except ValueError:
-            return []
-    rows = await execute(_FOCUS.format(label=label), {**scope, "key": key})
-    return [str(row["id"]) for row in rows]
-
-
-async def _around(
-    execute: ExecuteAsync, seeds: list[str], depth: int, limit: int, scope: dict[str, Any]
-) -> list[str]:
-    """`seeds`, then their neighbours in scope, `depth` steps out, until `limit` nodes."""
-    chosen, frontier = list(dict.fromkeys(seeds))[:limit], list(dict.fromkeys(seeds))
-    for _ in range(depth):
-        if not frontier or len(chosen) >= limit:
-            break
-        params = {**scope, "frontier": frontier, "chosen": chosen, "limit": limit - len(chosen)}
-        rows = await execute(_NEIGHBOURS, params)
-        frontier = [str(row["id"]) for row in rows]
-        chosen += frontier
-    return chosen
-
-
-def _claim_label(props: Row) -> str:
-    negated = "NOT " if props.get("negated") else ""
-    return f"{props.get('subject')} {negated}{props.get('predicate')} {props.get('object')}"
-
-
-def _node(element: str, labels: list[str], props: Row, as_of: str | None) -> ViewNode:
-    key = str(props["key"])
-    if "KnownEntity" in labels:
-        name = str(props.get("name") or key)
-        return ViewNode(
-            id=f"{NODE_PREFIX}KnownEntity:{key}",
-            kind="entity",
-            label=name,
-            properties={"key": key, "name": name},
-        )
-    citations = [str(props["citation"])] if props.get("citation") else []
-    if "Observation" in labels:
-        content = str(props.get("content") or "")
-        return ViewNode(
-            id=f"{NODE_PREFIX}Observation:{key}",
-            kind="observation",
-            label=content if len(content) <= LABEL_CHARS else content[: LABEL_CHARS - 1] + "…",
-            session=props.get("session"),
-            valid_from=props.get("at"),
-            properties={
-                "key": key,
-                "content": content,
-                "source": props.get("source"),
-                "observed_at": props.get("observedAt"),
-                "extracted_by": props.get("extractedBy"),
-            },
-            citations=citations,
-        )
-    superseded_at = props.get("supersededAt")
-    superseded = superseded_at is not None and (as_of is None or str(superseded_at) <= as_of)
-    properties = {
-        name: props.get(stored)
-        for name, stored in (
-            ("key", "key"),
-            ("subject", "subject"),
-            ("predicate", "predicate"),
-            ("object", "object"),
-            ("confidence", "confidence"),
-            ("source_agent", "sourceAgent"),
-            ("negated", "negated"),
-            ("statement", "statement"),
-            ("asserted_at", "assertedAt"),
-            ("accepted", "accepted"),
-            ("superseded_by", "supersededBy"),
-        )
-        if props.get(stored) is not None and (stored != "supersededBy" or superseded)
-    }
-    return ViewNode(
-        id=f"{NODE_PREFIX}Claim:{key}",
-        kind=str(props.get("kind") or "claim"),
-        label=_claim_label(props),
-        session=props.get("session"),
-        valid_from=props.get("at"),
-        valid_to=str(superseded_at) if superseded else None,
-        superseded=superseded,
-        properties=properties,
-        citations=citations,
-    )
-
-
-def _edge(source: str, target: str, type: str, props: Row) -> ViewEdge:
-    trust = props.get("trust")
-    return ViewEdge(
-        source=source,
-        target=target,
-        type=type,
-        system=type in SYSTEM_RELS,
-        derived=bool(props.get("derived", False)),
-        trust=None if trust is None else float(trust),
-        valid_from=props.get("at"),
-        citation=props.get("citation"),
-    )
-
-
-async def _seeds(execute: ExecuteAsync, request: ViewRequest, scope: dict[str, Any]) -> list[str]:
-    if request.focus is not None:
-        return await _focus(execute, request.focus, scope)
-    needle = " ".join((request.search or "").split()).lower()
-    if needle:
-        return [
-            str(row["id"])
-            for row in await execute(_SEARCH, {**scope, "needle": needle, "limit": request.limit})
-        ]
-    newest = max(1, request.limit // 2)
-    return [str(row["id"]) for row in await execute(_NEWEST, {**scope, "limit": newest})]
+Chosen = dict[str, tuple[NodeLabel, Row]]
 
 
 async def claims_view(execute: ExecuteAsync, request: ViewRequest) -> ViewGraph:
     """The nodes and edges `request` asks for (see the module's docstring)."""
-    if request.sessions is not None and not request.sessions:
+    if request.sessions == []:
         return ViewGraph()
-    as_of = instant(request.as_of)
-    scope: dict[str, Any] = {"sessions": request.sessions, "asOf": as_of}
-    seeds = await _seeds(execute, request, scope)
-    if not seeds:
-        return ViewGraph()
-    chosen = await _around(execute, seeds, request.depth, request.limit, scope)
-    found = {str(row["id"]): row for row in await execute(_NODES, {"ids": chosen})}
-    nodes = {element: _node(element, row["labels"], row["props"], as_of) for element, row in found.items()}
-    edges = [
-        _edge(nodes[row["source"]].id, nodes[row["target"]].id, str(row["type"]), row["props"])
-        for row in await execute(_EDGES, {**scope, "ids": chosen})
-        if row["source"] in nodes and row["target"] in nodes
-    ]
-    linked = {edge.source for edge in edges} | {edge.target for edge in edges}
-    drawn = [
-        nodes[element]
-        for element in chosen
-        if element in nodes and (nodes[element].kind != "entity" or nodes[element].id in linked)
-    ]
-    return ViewGraph(nodes=drawn, edges=edges)
+    request = msgspec.structs.replace(request, as_of=instant(request.as_of))
+    visible = Visibility(request)
+    if request.focus is not None:
+        chosen = await _neighbourhood(execute, request, visible)
+    else:
+        chosen = await _newest(execute, request)
+    nodes = [view_node(label, row, request.as_of) for label, row in chosen.values()]
+    return ViewGraph(nodes=nodes, edges=await _edges_between(execute, chosen, visible))
+
+
+def _where(label: NodeLabel, request: ViewRequest, params: dict[str, Any]) -> str:
+    time = f"n.{_TIME[label]}"
+    where = [f"{time} IS NOT NULL"]
+    if request.sessions is not None:
+        params["sessions"] = request.sessions
+        where.append(
+            "any(s IN n.sessions WHERE s IN $sessions)"
+            if label == "KnownEntity"
+            else "n.session IN $sessions"
+        )
+    if request.as_of is not None:
+        params["asOf"] = request.as_of
+        where.append(f"{time} <= $asOf")
+        if label == "Claim":
+            where.append("(n.supersededAt IS NULL OR n.supersededAt > $asOf)")
+    if request.search is not None:
+        params["search"] = request.search.lower()
+        where.append(f"toLower(n.{_TEXT[label]}) CONTAINS $search")
+    return " AND ".join(where)
+
+
+async def _newest(execute: ExecuteAsync, request: ViewRequest) -> Chosen:
+    """The newest visible nodes of every label (matching `search` if given), at most `limit`."""
+    found: list[tuple[str, int, str, NodeLabel, Row]] = []
+    for label in NODE_LABELS:
+        params: dict[str, Any] = {"limit": request.limit}
+        where = _where(label, request, params)
+        rows = await execute(
+            f"MATCH (n:{label}) WHERE {where} RETURN properties(n) AS n "
+            f"ORDER BY n.{_TIME[label]} DESC, n.key DESC LIMIT $limit",
+            params,
+        )
+        for row in rows:
+            node = _row(row["n"])
+            found.append((written_at(label, node), -LABEL_ORDER[label], str(node["key"]), label, node))
+    found.sort(key=lambda item: item[:3], reverse=True)
+    return {node_id(label, key): (label, row) for _, _, key, label, row in found[: request.limit]}
+
+
+async def _node(execute: ExecuteAsync, label: NodeLabel, key: str) -> Row | None:
+    rows = await execute(f"MATCH (n:{label} {{key: $key}}) RETURN properties(n) AS n", {"key": key})
+    return _row(rows[0]["n"]) if rows else None
+
+
+def _start(focus: str) -> tuple[NodeLabel, str] | None:
+    parsed = parse_node_id(focus)
+    if parsed is not None:
+        return parsed
+    try:
+        return "KnownEntity", entity_key(focus)
+    except ValueError:
+        return None
+
+
+async def _neighbourhood(execute: ExecuteAsync, request: ViewRequest, visible: Visibility) -> Chosen:
+    """The focus and what lies within `depth` hops of it, nearest first, at most `limit` nodes."""
+    assert request.focus is not None
+    start = _start(request.focus)
+    row = await _node(execute, *start) if start is not None else None
+    if start is None or row is None or not visible.node(start[0], row):
+        return {}
+    chosen: Chosen = {node_id(*start): (start[0], row)}
+    frontier = [start]
+    for _ in range(request.depth):
+        reached: list[tuple[NodeLabel, str]] = []
+        for label, key in frontier:
+            touching = await execute(_TOUCHING.format(label=label), {"key": key, "cap": 2 * MAX_VIEW_LIMIT})
+            for touch in touching:
+                other, node = _label(touch["labels"]), _row(touch["node"])
+                if len(chosen) >= request.limit:
+                    return chosen
+                if other is None or node_id(other, str(node["key"])) in chosen:
+                    continue
+                if visible.edge(_edge_row(touch["rel"], touch["edge"])) and visible.node(other, node):
+                    chosen[node_id(other, str(node["key"]))] = (other, node)
+                    reached.append((other, str(node["key"])))
+        frontier = reached
+    return chosen
+
+
+async def _edges_between(execute: ExecuteAsync, chosen: Chosen, visible: Visibility) -> list[ViewEdge]:
+    edges: list[ViewEdge] = []
+    for label in NODE_LABELS:
+        keys = [str(row["key"]) for known, row in chosen.values() if known == label]
+        if not keys:
+            continue
+        for found in await execute(_LEAVING.format(label=label), {"keys": keys}):
+            other = _label(found["labels"])
+            if other is None:
+                continue
+            target = node_id(other, str(found["other"]))
+            edge = _edge_row(found["rel"], found["edge"])
+            if target in chosen and visible.edge(edge):
+                edges.append(view_edge(node_id(label, str(found["key"])), target, edge))
+    edges.sort(key=lambda e: (e.source, e.target, e.type, e.valid_from or "", e.citation or ""))
+    return edges

@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
+import msgspec
 from neo4j import AsyncManagedTransaction
 
 from eventloom.event import citation
@@ -29,11 +30,14 @@ from gateway.packs.claims.events import PREDICATE, RESERVED_PREDICATES
 from gateway.packs.claims.model import (
     AcceptClaim,
     Cite,
+    EntityName,
     Operation,
     RecordClaim,
     RecordContradiction,
     RecordObservation,
     RelateEntities,
+    claim_label,
+    observation_label,
 )
 from readmodels.graph.cypher.io import Row
 from readmodels.neo4j.driver import fetch
@@ -78,15 +82,59 @@ async def _run(tx: AsyncManagedTransaction, statement: str, rows: Sequence[Any])
         await result.consume()
 
 
-def cited(cite: Cite) -> dict[str, Any]:
-    """What every node and relationship written from an event carries: where it comes from, and when."""
+def source(session: str, seq: int, event_hash: str) -> dict[str, Any]:
+    """What every node written from an event carries: the event it comes from."""
     return {
-        "session": cite.session,
-        "seq": cite.seq,
-        "hash": cite.hash,
-        "citation": citation(cite.session, cite.seq, cite.hash),
-        "at": cite.ts,
+        "session": session,
+        "seq": seq,
+        "hash": event_hash,
+        "citation": citation(session, seq, event_hash),
     }
+
+
+def cited(cite: Cite) -> dict[str, Any]:
+    """What every relationship carries: the event that wrote it, and when."""
+    return {**source(cite.session, cite.seq, cite.hash), "at": cite.ts}
+
+
+_ENTITIES: Final = (
+    "MERGE (e:KnownEntity {key: r.key}) ON CREATE SET e.name = r.name "
+    f"SET e.{LOCK} = true REMOVE e.{LOCK} "
+    "WITH e, r SET e.sessions = coalesce(e.sessions, []) + "
+    "[s IN r.sessions WHERE NOT s IN coalesce(e.sessions, [])] "
+    "WITH e, r WHERE e.firstSeen IS NULL OR r.at < e.firstSeen "
+    "SET e.firstSeen = r.at, e += r.source"
+)
+"""Each entity (created with the first name it is given) write-locked, then the sessions that saw it
+added, and the earliest event that did kept (`firstSeen`, its citation): whatever order writers run in."""
+
+
+class Touch(msgspec.Struct, frozen=True, gc=False):
+    """An entity seen by an event (`at` its time): what `_ENTITIES` records of it."""
+
+    entity: EntityName
+    at: str
+    session: str
+    seq: int
+    hash: str
+
+
+def _touches(entities: Iterable[EntityName], cite: Cite) -> list[Touch]:
+    return [Touch(entity, cite.ts, cite.session, cite.seq, cite.hash) for entity in entities]
+
+
+async def _touch(tx: AsyncManagedTransaction, touches: Iterable[Touch]) -> None:
+    """Create or update the entities `touches` name, in key order (two writers lock them in one order)."""
+    rows: dict[str, Row] = {}
+    for touch in touches:
+        row = rows.setdefault(
+            touch.entity.key, {"key": touch.entity.key, "name": touch.entity.name, "sessions": [], "at": None}
+        )
+        if touch.session not in row["sessions"]:
+            row["sessions"].append(touch.session)
+        if row["at"] is None or touch.at < row["at"]:
+            row["at"], row["source"] = touch.at, source(touch.session, touch.seq, touch.hash)
+    await _run(tx, _ENTITIES, [rows[key] for key in sorted(rows)])
 
 
 def _given(properties: dict[str, Any]) -> dict[str, Any]:
@@ -95,25 +143,27 @@ def _given(properties: dict[str, Any]) -> dict[str, Any]:
 
 _OBSERVATIONS: Final = (
     "MERGE (o:Observation {key: r.key}) SET o += r.props, o.placeholder = false "
-    "WITH o, r UNWIND r.mentions AS m "
-    "MERGE (e:KnownEntity {key: m.key}) ON CREATE SET e.name = m.name "
+    "WITH o, r UNWIND r.mentions AS m MATCH (e:KnownEntity {key: m}) "
     "MERGE (o)-[s:SUBJECT]->(e) SET s += r.rel"
 )
 
 
 async def _observations(tx: AsyncManagedTransaction, ops: Sequence[RecordObservation]) -> None:
+    await _touch(tx, [touch for op in ops for touch in _touches(op.mentions, op.cite)])
     rows: list[Row] = [
         {
             "key": op.key,
             "props": {
                 "content": op.content,
+                "label": observation_label(op.content),
                 "source": op.source,
                 "observedAt": op.observed_at,
+                "recordedAt": op.cite.ts,
                 "extractedBy": op.extracted_by,
                 "mentions": [m.name for m in op.mentions],
-                **cited(op.cite),
+                **source(op.cite.session, op.cite.seq, op.cite.hash),
             },
-            "mentions": [{"key": m.key, "name": m.name} for m in op.mentions],
+            "mentions": [m.key for m in op.mentions],
             "rel": cited(op.cite),
         }
         for op in ops
@@ -125,8 +175,7 @@ _CLAIMS: Final = (
     "MERGE (c:Claim {key: r.key}) SET c += r.props, c.placeholder = false "
     "SET c += CASE WHEN r.acceptance IS NOT NULL AND c.acceptedBy IS NULL THEN r.acceptance ELSE {} END "
     "FOREACH (_ IN CASE WHEN r.resolution THEN [1] ELSE [] END | SET c:Resolution) "
-    "WITH c, r MERGE (e:KnownEntity {key: r.subject.key}) ON CREATE SET e.name = r.subject.name "
-    "MERGE (c)-[s:SUBJECT]->(e) SET s += r.rel"
+    "WITH c, r MATCH (e:KnownEntity {key: r.subject}) MERGE (c)-[s:SUBJECT]->(e) SET s += r.rel"
 )
 _SETTLE: Final = (  # r: a key that may be a basis or is a claim
     "MERGE (o:Observation {key: r}) ON CREATE SET o.placeholder = true "
@@ -160,6 +209,7 @@ def _claim_row(op: RecordClaim) -> Row:
     resolution = op.kind == "resolution"
     props = {
         "kind": op.kind,
+        "label": claim_label(op.subject.name, op.predicate, op.object.name, op.negated),
         "subject": op.subject.name,
         "subjectKey": op.subject.key,
         "predicate": op.predicate,
@@ -172,20 +222,21 @@ def _claim_row(op: RecordClaim) -> Row:
         "assertedAt": op.asserted_at,
         "basis": list(op.basis),
         "supersedes": list(op.supersedes),
-        **cited(op.cite),
+        **source(op.cite.session, op.cite.seq, op.cite.hash),
     }
     return {
         "key": op.key,
         "props": _given(props),
         "resolution": resolution,
         "acceptance": _acceptance(op.source_agent, op.asserted_at) if resolution else None,
-        "subject": {"key": op.subject.key, "name": op.subject.name},
+        "subject": op.subject.key,
         "rel": cited(op.cite),
     }
 
 
 async def _claims(tx: AsyncManagedTransaction, ops: Sequence[RecordClaim]) -> None:
     """The claims and the claims they settle, then their bases: by then, every claim among them is one."""
+    await _touch(tx, [touch for op in ops for touch in _touches([op.subject], op.cite)])
     await _run(tx, _CLAIMS, [_claim_row(op) for op in ops])
     supersedes: list[Row] = [
         {"claim": op.key, "target": key, "at": op.asserted_at, "rel": cited(op.cite)}
@@ -223,12 +274,11 @@ _ACCEPTED: Final = (
     "UNWIND $keys AS k MATCH (c:Claim {key: k}) "
     "WHERE c.accepted = true AND c.placeholder = false AND c.negated = false "
     "RETURN c.key AS key, c.predicate AS predicate, c.subjectKey AS subjectKey, c.subject AS subject, "
-    "c.objectKey AS objectKey, c.object AS object, c.session AS session, c.citation AS citation, "
+    "c.objectKey AS objectKey, c.object AS object, c.session AS session, c.seq AS seq, c.hash AS hash, "
     "c.acceptedAt AS at"
 )
 _RELATE: Final = (
-    "MERGE (a:KnownEntity {{key: r.source.key}}) ON CREATE SET a.name = r.source.name "
-    "MERGE (b:KnownEntity {{key: r.target.key}}) ON CREATE SET b.name = r.target.name "
+    "MATCH (a:KnownEntity {{key: r.source}}) MATCH (b:KnownEntity {{key: r.target}}) "
     "MERGE (a)-[e:{relation} {{via: r.via}}]->(b) SET e += r.props"
 )
 
@@ -241,40 +291,36 @@ async def _related(tx: AsyncManagedTransaction, rows_by_relation: dict[str, list
 async def _materialise(tx: AsyncManagedTransaction, keys: list[str]) -> None:
     """The derived edge of each of `keys` that is recorded, accepted and not negated: cited to the claim,
     from the time it was accepted."""
+    touches: list[Touch] = []
     by_relation: dict[str, list[Row]] = {}
     for row in await fetch(tx, _ACCEPTED, {"keys": list(dict.fromkeys(keys))}):
         relation = checked_relation(row["predicate"], "predicate")
+        subject = EntityName(str(row["subjectKey"]), str(row["subject"]))
+        obj = EntityName(str(row["objectKey"]), str(row["object"]))
+        cite = Cite(str(row["session"]), int(row["seq"]), str(row["hash"]), str(row["at"]))
+        touches += _touches([subject, obj], cite)
         by_relation.setdefault(relation, []).append(
             {
-                "source": {"key": row["subjectKey"], "name": row["subject"]},
-                "target": {"key": row["objectKey"], "name": row["object"]},
+                "source": subject.key,
+                "target": obj.key,
                 "via": row["key"],
-                "props": {
-                    "derived": True,
-                    "session": row["session"],
-                    "citation": row["citation"],
-                    "at": row["at"],
-                },
+                "props": {"derived": True, **cited(cite)},
             }
         )
+    await _touch(tx, touches)
     await _related(tx, by_relation)
 
 
 async def _relations(tx: AsyncManagedTransaction, ops: Sequence[RelateEntities]) -> None:
+    await _touch(tx, [touch for op in ops for touch in _touches([op.source, op.target], op.cite)])
     by_relation: dict[str, list[Row]] = {}
     for op in ops:
-        props = cited(op.cite)
         by_relation.setdefault(op.relation, []).append(
             {
-                "source": {"key": op.source.key, "name": op.source.name},
-                "target": {"key": op.target.key, "name": op.target.name},
+                "source": op.source.key,
+                "target": op.target.key,
                 "via": op.via,
-                "props": {
-                    "derived": op.derived,
-                    "session": op.cite.session,
-                    "citation": props["citation"],
-                    "at": op.cite.ts,
-                },
+                "props": {"derived": op.derived, **cited(op.cite)},
             }
         )
     await _related(tx, by_relation)
