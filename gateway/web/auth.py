@@ -27,7 +27,7 @@ CSP: Final = "default-src 'self'; base-uri 'none'; form-action 'self'; frame-anc
 SECURITY_HEADERS: Final = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # "no-referrer" makes a form post say `Origin: null`
     "Cache-Control": "no-store",
 }
 _LOGIN_STYLE: Final = (

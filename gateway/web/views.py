@@ -5,12 +5,21 @@ question its `Answers` takes a `ViewRequest` on (its value). Every model is aske
 does not answer in time, or at all, is left out and named in `warnings`. The merged answer keeps only what
 the caller may see: nodes of sessions its token may touch, a node of no session only when an edge from one
 of those reaches it, and edges whose two ends are kept.
+
+A pack that also projects into the core graph (the claims pack makes its observations, claims and the
+entities they name core entities, so memory search finds them) would draw them twice. So a core node
+that names a pack node (same name as the pack node's key, compared case-folded, in the same session or the
+pack node in none) is folded into it, its edges moving with it, when it is that node (a generic `entity`,
+or every event it cites is one the pack node cites), and a core edge between two folded nodes is left
+to the pack to draw; a typed core entity of the same name (a `person` Alice beside the claims model's
+Alice) stays, linked to it by a `SAME_NAME` system edge.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import unicodedata
 from collections.abc import Awaitable
 from importlib.metadata import entry_points
 from typing import Final
@@ -82,16 +91,49 @@ async def view_graph(
     return visible(graphs, principal, warnings)
 
 
-def visible(graphs: list[ViewGraph], principal: Principal, warnings: list[str]) -> WebGraph:
-    """`graphs` merged (first id wins), with only what `principal` may see."""
-    nodes: dict[str, ViewNode] = {}
-    for graph in graphs:
+def _folded(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def unified(core: ViewGraph, packs: list[ViewGraph]) -> tuple[dict[str, ViewNode], list[ViewEdge]]:
+    """Every node by id (first wins) and every edge, each core node that is a pack's node folded into it."""
+    named: dict[str, list[ViewNode]] = {}
+    for graph in packs:
         for node in graph.nodes:
-            nodes.setdefault(node.id, node)
+            named.setdefault(_folded(node.id.split(":", 2)[-1]), []).append(node)
+    folded: dict[str, str] = {}
+    same_name: list[ViewEdge] = []
+    for node in core.nodes:
+        name = node.properties.get("name")
+        for twin in named.get(_folded(name), []) if isinstance(name, str) else []:
+            if twin.session not in (None, node.session):
+                continue
+            if node.kind == "entity" or set(node.citations) <= set(twin.citations):
+                folded[node.id] = twin.id
+                break
+            same_name.append(ViewEdge(source=node.id, target=twin.id, type="SAME_NAME", system=True))
+    nodes: dict[str, ViewNode] = {}
+    for graph in [core, *packs]:
+        for node in graph.nodes:
+            if node.id not in folded:
+                nodes.setdefault(node.id, node)
+    edges = [  # a core edge between two folded nodes is the pack's relationship again: the pack draws it
+        msgspec.structs.replace(
+            edge, source=folded.get(edge.source, edge.source), target=folded.get(edge.target, edge.target)
+        )
+        for graph in [core, *packs]
+        for edge in graph.edges
+        if not (edge.source in folded and edge.target in folded)
+    ]
+    return nodes, [edge for edge in edges + same_name if edge.source != edge.target]
+
+
+def visible(graphs: list[ViewGraph], principal: Principal, warnings: list[str]) -> WebGraph:
+    """`graphs` (the core's first) merged, with only what `principal` may see."""
+    nodes, edges = unified(graphs[0], graphs[1:])
     allowed = {id for id, node in nodes.items() if node.session and principal.may_touch(node.session)}
     if principal.unrestricted:
         allowed |= nodes.keys()
-    edges = [edge for graph in graphs for edge in graph.edges]
     for edge in edges:  # a node of no session (a named thing) shows when a visible node links to it
         for near, far in ((edge.source, edge.target), (edge.target, edge.source)):
             if near in allowed and far in nodes and nodes[far].session is None:

@@ -140,7 +140,7 @@ def _drawn(rows: list[dict[str, Any]], as_of: str | None) -> Reading[ViewGraph]:
         f"RETURN {_EDGE_COLUMNS} ORDER BY r.relation_type, a.uid, b.uid",
         params,
     )
-    nodes = [_node(row, versions[row["key"]]) for row in rows]
+    nodes = [_node(row, versions[row["key"]], as_of) for row in rows]
     edges = [_edge(row) for row in edge_rows] + _lineage(set(uids), versions)
     return ViewGraph(nodes=nodes, edges=edges)
 
@@ -156,7 +156,8 @@ def _said(row: dict[str, Any]) -> dict[str, Any]:
     return said
 
 
-def _node(row: dict[str, Any], versions: list[dict[str, Any]]) -> ViewNode:
+def _node(row: dict[str, Any], versions: list[dict[str, Any]], as_of: str | None) -> ViewNode:
+    """`superseded`: closed by now (as of an instant, every version drawn held then)."""
     label = row["name"] if len(versions) < 2 else f"{row['name']} (v{row['version']})"
     return ViewNode(
         id=node_id(row["uid"]),
@@ -165,7 +166,7 @@ def _node(row: dict[str, Any], versions: list[dict[str, Any]]) -> ViewNode:
         session=row["session"],
         valid_from=row["valid_from"],
         valid_to=row["valid_to"],
-        superseded=row["valid_to"] is not None,
+        superseded=as_of is None and row["valid_to"] is not None,
         properties={
             **_said(row),
             "name": row["name"],

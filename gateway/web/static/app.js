@@ -47,7 +47,19 @@ function el(tag, attrs = {}, ...children) {
 }
 
 function shortTime(ts) {
-  return ts ? ts.replace("T", " ").replace(/\.\d+Z$/, "Z") : "";
+  // to the millisecond: events a moment apart stay apart
+  return ts ? ts.replace("T", " ").replace(/(\.\d{3})\d*Z$/, "$1Z") : "";
+}
+
+function clip(text, length) {
+  return text.length > length ? `${text.slice(0, length - 2)}...` : text;
+}
+
+function subtitle(node) {
+  // what a node says, beside its name: a decision's title, a claim's statement
+  const said = node.properties || {};
+  const text = said.summary || said.statement || said.title || said.content || "";
+  return typeof text === "string" && text !== node.label ? text : "";
 }
 
 function showWarnings(warnings) {
@@ -124,7 +136,8 @@ function draw(graph) {
       .append("path").attr("d", "M0,-5L10,0L0,5").attr("fill", fill);
   }
   const world = svg.append("g").attr("class", "world");
-  svg.call(d3.zoom().scaleExtent([0.2, 4]).on("zoom", (event) => world.attr("transform", event.transform)));
+  const zoom = d3.zoom().scaleExtent([0.2, 4]).on("zoom", (event) => world.attr("transform", event.transform));
+  svg.call(zoom);
 
   const nodes = graph.nodes.map((node) => {
     const known = positions.get(node.id) || positions.get(`name:${node.session}:${node.properties.name || node.label}`);
@@ -133,13 +146,15 @@ function draw(graph) {
   const ids = new Set(nodes.map((n) => n.id));
   const links = graph.edges.filter((e) => ids.has(e.source) && ids.has(e.target)).map((e) => ({ ...e }));
 
-  const link = world.append("g").selectAll("line").data(links).join("line")
+  bend(links);
+  const link = world.append("g").selectAll("path").data(links).join("path")
     .attr("class", (d) => (d.system ? "link system" : "link"))
     .attr("data-edge-type", (d) => d.type)
     .attr("data-edge-source", (d) => d.source)
     .attr("data-edge-target", (d) => d.target)
     .attr("marker-end", (d) => (d.system ? "url(#arrow-system)" : "url(#arrow)"));
-  const linkLabel = world.append("g").selectAll("text").data(links).join("text")
+  const linkLabel = world.append("g").attr("class", links.length > 120 ? "crowded" : "")
+    .selectAll("text").data(links).join("text")
     .attr("class", "link-label").attr("text-anchor", "middle")
     .text((d) => (d.trust !== undefined && d.trust !== null ? `${d.type} ${Number(d.trust).toFixed(2)}` : d.type));
 
@@ -155,24 +170,67 @@ function draw(graph) {
       .on("end", (event, d) => { if (!event.active) simulation.alphaTarget(0); d.fx = null; d.fy = null; }));
   node.append("circle").attr("r", (d) => (d.kind === "entity" ? 7 : 10)).attr("fill", (d) => colour(d.kind));
   node.append("title").text((d) => `${d.kind}: ${d.label}`);
-  node.append("text").attr("x", 13).attr("y", 4).text((d) => (d.label.length > 42 ? `${d.label.slice(0, 40)}...` : d.label));
+  node.append("text").attr("x", 13).attr("y", 4).text((d) => clip(d.label, 42));
+  node.filter((d) => Boolean(subtitle(d))).append("text").attr("class", "sub").attr("x", 13).attr("y", 16)
+    .text((d) => clip(subtitle(d), 48));
 
+  const ticked = () => {
+    link.attr("d", (d) => { const c = control(d); return `M${d.source.x},${d.source.y}Q${c.x},${c.y} ${d.target.x},${d.target.y}`; });
+    linkLabel.attr("x", (d) => (d.source.x + 2 * control(d).x + d.target.x) / 4)
+      .attr("y", (d) => (d.source.y + 2 * control(d).y + d.target.y) / 4 - 3);
+    node.attr("transform", (d) => `translate(${d.x},${d.y})`);
+  };
   simulation = d3.forceSimulation(nodes)
-    .force("link", d3.forceLink(links).id((d) => d.id).distance(95).strength(0.6))
-    .force("charge", d3.forceManyBody().strength(-260))
+    .force("link", d3.forceLink(links).id((d) => d.id).distance(140).strength(0.5))
+    .force("charge", d3.forceManyBody().strength(-600))
     .force("center", d3.forceCenter(width / 2, height / 2))
-    .force("collide", d3.forceCollide(22))
-    .on("tick", () => {
-      link.attr("x1", (d) => d.source.x).attr("y1", (d) => d.source.y).attr("x2", (d) => d.target.x).attr("y2", (d) => d.target.y);
-      linkLabel.attr("x", (d) => (d.source.x + d.target.x) / 2).attr("y", (d) => (d.source.y + d.target.y) / 2 - 3);
-      node.attr("transform", (d) => `translate(${d.x},${d.y})`);
-    });
-  if (positions.size) simulation.alpha(0.5);
+    .force("collide", d3.forceCollide(34))
+    .force("x", d3.forceX(width / 2).strength(0.07)) // keeps unconnected groups near each other
+    .force("y", d3.forceY(height / 2).strength(0.1))
+    .stop();
+  simulation.tick(positions.size ? 80 : 250); // settle before the first paint: no flying nodes
+  ticked();
+  fit(svg, zoom, nodes, width, height);
+  simulation.on("tick", ticked).alpha(0.05).restart();
   svg.on("click", () => select(null));
   drawLegend(graph);
   $("#graph-status").textContent = `${nodes.length} nodes, ${links.length} edges`;
   document.body.dataset.graphVersion = String(Number(document.body.dataset.graphVersion || 0) + 1);
   if (state.selected && !ids.has(state.selected)) select(null);
+}
+
+function bend(links) {
+  // edges between the same two nodes fan out as arcs, so each (and its label) can be seen
+  const pairs = new Map();
+  for (const link of links) {
+    const key = [link.source, link.target].sort().join("|");
+    if (!pairs.has(key)) pairs.set(key, []);
+    pairs.get(key).push(link);
+  }
+  for (const group of pairs.values()) {
+    group.forEach((link, index) => {
+      const flip = link.source < link.target ? 1 : -1; // the same side whatever the edge's direction
+      link.curve = (index - (group.length - 1) / 2) * 0.5 * flip;
+    });
+  }
+}
+
+function control(link) {
+  // the quadratic curve's control point: off the straight line by `curve` times its length
+  const [sx, sy, tx, ty] = [link.source.x, link.source.y, link.target.x, link.target.y];
+  return { x: (sx + tx) / 2 - (ty - sy) * link.curve, y: (sy + ty) / 2 + (tx - sx) * link.curve };
+}
+
+function fit(svg, zoom, nodes, width, height) {
+  // frame the drawn nodes (labels to their right) beside the legend, never zooming in beyond 1.3x
+  if (!nodes.length) return;
+  const legend = 190;
+  const xs = nodes.map((n) => n.x);
+  const ys = nodes.map((n) => n.y);
+  const [x0, x1, y0, y1] = [Math.min(...xs) - 40, Math.max(...xs) + 200, Math.min(...ys) - 40, Math.max(...ys) + 40];
+  const scale = Math.min(1.3, (width - legend) / (x1 - x0), height / (y1 - y0));
+  const transform = d3.zoomIdentity.translate((width + legend) / 2, height / 2).scale(scale).translate(-(x0 + x1) / 2, -(y0 + y1) / 2);
+  svg.call(zoom.transform, transform);
 }
 
 function drawLegend(graph) {
