@@ -193,3 +193,13 @@ async def test_a_token_for_another_session_sees_nothing_of_this_one(told: Told) 
     assert around["nodes"] == []
     demo = (await get(told, "/v1/graph/nodes", "demo")).json()
     assert {node["session"] for node in demo["nodes"] if node.get("session")} == {WEB}
+
+
+async def test_the_views_refusals_count_as_failed_attempts(told: Told) -> None:
+    """Last in the module: it blocks this address (as guessing tokens at the views' doors must)."""
+    admin = {"Authorization": f"Bearer {told.tokens['admin']}"}
+    async with httpx2.AsyncClient(base_url=told.base, timeout=30) as http:
+        statuses = [(await http.get("/ui/static/app.js")).status_code for _ in range(12)]
+        assert statuses[0] == 401 and statuses[-1] == 429
+        blocked = await http.get("/v1/me", headers=admin)
+        assert blocked.status_code == 429 and int(blocked.headers["retry-after"]) >= 1

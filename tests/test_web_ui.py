@@ -151,11 +151,14 @@ async def test_the_slider_redraws_the_graph_as_it_was(browser: Browser, told: To
     await node(page, old).wait_for()
     await node(page, new).wait_for(state="detached")
     assert await page.locator("#timeline li.future").count() > 0
-    await page.wait_for_timeout(800)
-    await page.screenshot(path=shots / "as-of.png")
     await page.click("#history")  # now, with the history: both versions again
     await node(page, new).wait_for()
     assert await node(page, old).count() == 1
+    before = told.events["claim2" if told.claims else "inferred"]  # (before the resolution)
+    await slider.fill(str(before.seq - 1))
+    await node(page, old).wait_for(state="detached")
+    await page.wait_for_timeout(800)
+    await page.screenshot(path=shots / "as-of.png")
     assert console.errors == []
     await page.context.close()
 

@@ -358,6 +358,8 @@ function markTimeline() {
     row.classList.toggle("future", Boolean(at && event && event.ts > at));
     row.classList.toggle("at", Boolean(at && event && event.ts === at));
   }
+  const current = document.querySelector("#timeline li.at");
+  if (current) current.scrollIntoView({ block: "nearest" });
   label.textContent = at ? `as of ${shortTime(at)}` : `${state.events.length} events`;
 }
 
