@@ -29,9 +29,9 @@ from gateway.packs.claims.model import (
     entity_key,
     event_key,
 )
+from gateway.packs.claims.neo4j_plan import InvalidOperation
 from gateway.packs.claims.neo4j_schema import LABELS, MIGRATIONS
 from gateway.packs.claims.neo4j_store import Neo4jClaimsStore, neo4j_claims_store
-from gateway.packs.claims.neo4j_writes import InvalidOperation
 from gateway.packs.claims.reads import AboutQuestion, ClaimQuestion, ContradictionsQuestion, EntityQuestion
 from readmodels.view import ViewRequest
 

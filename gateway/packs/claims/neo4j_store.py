@@ -20,9 +20,10 @@ from neo4j import AsyncDriver, AsyncManagedTransaction
 
 from eventloom.settings import Settings
 from gateway.packs.claims.model import NODE_LABELS, ClaimsChanges
+from gateway.packs.claims.neo4j_plan import check_operations
 from gateway.packs.claims.neo4j_reads import Neo4jClaimsReads
 from gateway.packs.claims.neo4j_schema import CHECKPOINT, claims_schema_plan
-from gateway.packs.claims.neo4j_writes import check_operations, write_operations
+from gateway.packs.claims.neo4j_writes import write_operations
 from readmodels.graph.cypher.io import Row
 from readmodels.graph.protocol import GraphStoreError
 from readmodels.neo4j.driver import auto_commit, connect, fetch, unavailable_as_error
@@ -149,7 +150,7 @@ class Neo4jClaimsStore(Neo4jClaimsReads):
             return await unavailable_as_error(session.execute_read(work), self.uri)
 
     async def apply(self, projector: str, batch: Sequence[ClaimsChanges]) -> int:
-        """Raises `neo4j_writes.InvalidOperation` (before anything runs) for a relation Cypher cannot hold."""
+        """Raises `neo4j_plan.InvalidOperation` (before anything runs) for a relation Cypher cannot hold."""
         if not batch:
             return 0
         items = list(batch)
