@@ -251,19 +251,43 @@ async def test_a_failing_batch_writes_nothing(store: Neo4jClaimsStore) -> None:
     assert await _dump(store) == ([], [])
 
 
+def crossing() -> list[ClaimsChanges]:
+    """After `story`, in one batch with another session: an acceptance before the claim it accepts, one
+    after (it changes nothing), and a Resolution resting on that claim."""
+    other = "cl-other"
+    return [
+        accept(6, k(1, other)),
+        claim(1, ("Alice", "WORKS_AT", "Acme"), [k(1)], session=other),
+        accept(7, k(1, other)),
+        claim(2, ("Alice", "LIVES_IN", "Berlin"), [k(1, other)], supersedes=[k(3)], session=other),
+    ]
+
+
 async def test_applying_again_or_one_by_one_writes_the_same(store: Neo4jClaimsStore) -> None:
-    batch = story()
+    batch = [*story(), *crossing()]
     for item in batch:
         assert await store.apply("cl-one-by-one", [item]) == 1
     one_by_one = await _dump(store)
     await store.clear()
     assert await store.apply("cl-at-once", batch[:2]) == 2
     assert await store.applied_seqs("cl-at-once", [S, "elsewhere"]) == {S: 2}
-    assert await store.apply("cl-at-once", batch) == 3  # the first two are below the checkpoint
+    assert await store.apply("cl-at-once", batch) == len(batch) - 2  # the first two are below the checkpoint
     assert await _dump(store) == one_by_one
     assert await store.apply("cl-at-once", batch) == 0
-    assert await store.apply("cl-other-projector", batch) == 5  # its own checkpoint: writes again...
+    assert await store.apply("cl-other-projector", batch) == len(batch)  # its own checkpoint: writes again...
     assert await _dump(store) == one_by_one  # ...and every operation is idempotent: nothing changes
+    accepted = await store._rows(
+        "MATCH (c:Claim {key: $key}) RETURN c.acceptedBy AS by, c.acceptedAt AS at", {"key": "cl-other/1"}
+    )
+    assert accepted == [{"by": "bob", "at": _cite(6).ts}]  # the first acceptance stands
+    alice = await store.entity(EntityQuestion(entity="alice"))
+    assert alice is not None
+    assert [(r.relation, r.via, r.derived) for r in alice.relations] == [
+        ("LIVES_IN", "cl-neo4j/5", True),
+        ("LIVES_IN", "cl-other/2", True),
+        ("WORKS_AT", "cl-neo4j/1", False),
+        ("WORKS_AT", "cl-other/1", True),
+    ]
 
 
 async def test_placeholders_are_filled_when_their_node_comes(store: Neo4jClaimsStore) -> None:
