@@ -16,17 +16,18 @@ it are about events.
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import logging
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
-import nats.errors
-import nats.js.errors
 from nats.aio.client import Client
 
+from eventloom.bus.stream import jetstream_api, subject_counts
 from eventloom.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,9 @@ PEERS_BUCKET: Final = "EVENTLOOM_PEERS"
 PEERS_MAX_AGE_S: Final = 900.0
 """A peer unheard of for this long drops out of the bucket (and out of `eventloom status peers`)."""
 PEER_ID_PATTERN: Final = r"^[A-Za-z0-9_-]{1,128}$"  # one subject token, and a valid KV key
-_READ_TIMEOUT_S: Final = 5.0
+_PEERS_STREAM: Final = f"KV_{PEERS_BUCKET}"
+_KEY_PREFIX: Final = f"$KV.{PEERS_BUCKET}."
+_STREAM_NOT_FOUND: Final = 10059
 
 PeerState = Literal["alive", "suspect", "dead"]
 
@@ -145,23 +148,39 @@ async def read_peers(client: Client, settings: Settings) -> list[PeerStatus]:
     ever published a heartbeat).
 
     A peer's age is measured from when the NATS server stored its last heartbeat to this host's clock now:
-    the reader's and the server's clocks must agree (NTP), never the senders'. A bad entry is left out."""
-    try:
-        bucket = await client.jetstream().key_value(PEERS_BUCKET)
-    except nats.js.errors.BucketNotFoundError:
+    the reader's and the server's clocks must agree (NTP), never the senders'. A bad entry is left out.
+    (The keys are listed from the stream's subjects and read by direct requests: nats-py's KV watcher may
+    say it has listed everything before it has.)"""
+    info = await jetstream_api(client, f"STREAM.INFO.{_PEERS_STREAM}")
+    if info.get("error", {}).get("err_code") == _STREAM_NOT_FOUND:
         return []
+    keys = [
+        subject.removeprefix(_KEY_PREFIX)
+        for subject in await subject_counts(client, _PEERS_STREAM, f"{_KEY_PREFIX}>")
+    ]
+    stored = await asyncio.gather(*(_last_of(client, key) for key in keys))
     table = PeerTable.of(settings)
-    watcher = await bucket.watchall(ignore_deletes=True)
-    try:
-        while (entry := await watcher.updates(timeout=_READ_TIMEOUT_S)) is not None:  # type: ignore[no-untyped-call]
-            heartbeat = _entry_heartbeat(entry.key, entry.value)
-            if heartbeat is not None and entry.created is not None:
-                table.observe(heartbeat, _epoch_s(entry.created))
-    except nats.errors.TimeoutError:
-        log.warning("the peers bucket did not list every entry within %.0fs", _READ_TIMEOUT_S)
-    finally:
-        await watcher.stop()  # type: ignore[no-untyped-call]
+    for key, message in zip(keys, stored, strict=True):
+        if message is None:
+            continue
+        heartbeat = _entry_heartbeat(key, base64.b64decode(message.get("data") or ""))
+        if heartbeat is not None:
+            table.observe(heartbeat, _epoch_s(message["time"]))
     return table.statuses(time.time())
+
+
+async def _last_of(client: Client, key: str) -> dict[str, Any] | None:
+    """The bucket's last message for `key`; None when there is none or it removed the key."""
+    answer = await jetstream_api(
+        client, f"STREAM.MSG.GET.{_PEERS_STREAM}", {"last_by_subj": _KEY_PREFIX + key}
+    )
+    message: dict[str, Any] | None = answer.get("message")
+    if message is None or "time" not in message:
+        return None
+    headers = base64.b64decode(message.get("hdrs") or "")
+    if b"KV-Operation" in headers or b"Nats-Marker-Reason" in headers:  # a delete or purge marker
+        return None
+    return message
 
 
 def _entry_heartbeat(key: str, value: bytes | None) -> Heartbeat | None:
@@ -176,10 +195,8 @@ def _entry_heartbeat(key: str, value: bytes | None) -> Heartbeat | None:
     return heartbeat
 
 
-def _epoch_s(moment: object) -> float:
-    """nats-py gives a stored message's time as an aware datetime (older versions: nanoseconds)."""
-    if isinstance(moment, datetime):
-        return moment.astimezone(UTC).timestamp()
-    if isinstance(moment, int | float):
-        return float(moment) / 1e9
-    raise TypeError(f"unexpected stored time {moment!r}")
+def _epoch_s(stored: str) -> float:
+    """A NATS stored time ("2026-11-25T15:40:00.123456789Z", UTC, nanoseconds) as seconds since the epoch."""
+    whole, _, fraction = stored.removesuffix("Z").partition(".")
+    moment = datetime.fromisoformat(whole).replace(tzinfo=UTC)
+    return moment.timestamp() + float(f"0.{fraction or '0'}")
