@@ -358,7 +358,7 @@ async def test_clear_deletes_the_claims_model_only(store: Neo4jClaimsStore) -> N
 async def test_concurrent_writers_never_duplicate_a_node(store: Neo4jClaimsStore) -> None:
     """Two sessions written at once: both mention the same entities, and each claim of `left` rests on the
     claim of `right` recorded at the same time (a placeholder observation, or the claim itself)."""
-    count, batch = 40, 8
+    count, batch = 24, 8
     left: list[ClaimsChanges] = []
     right: list[ClaimsChanges] = []
     for i in range(1, count + 1):
