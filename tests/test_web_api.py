@@ -5,6 +5,9 @@ a token for another session that sees nothing of this one."""
 
 from __future__ import annotations
 
+import fnmatch
+import re
+import tomllib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +15,8 @@ from typing import Any
 import httpx2
 import pytest
 
+from gateway.web.pages import INDEX, MANIFEST, STATIC
+from tests.conftest import REPO
 from tests.web_support import OTHER, WEB, Told, web_deployment
 
 pytestmark = pytest.mark.anyio
@@ -203,3 +208,16 @@ async def test_the_views_refusals_count_as_failed_attempts(told: Told) -> None:
         assert statuses[0] == 401 and statuses[-1] == 429
         blocked = await http.get("/v1/me", headers=admin)
         assert blocked.status_code == 429 and int(blocked.headers["retry-after"]) >= 1
+
+
+def test_every_file_the_page_loads_is_in_the_manifest_and_the_wheel() -> None:
+    """What `/ui/static/` may serve exists, and pyproject's package data carries it (and the page)."""
+    with (REPO / "pyproject.toml").open("rb") as file:
+        carried = tomllib.load(file)["tool"]["setuptools"]["package-data"]["gateway.web"]
+    for name in [*MANIFEST, INDEX, "vendor/LICENSE-d3"]:
+        assert (STATIC / name).is_file(), name
+        assert any(fnmatch.fnmatch(f"static/{name}", pattern) for pattern in carried), name
+    page = (STATIC / INDEX).read_text()
+    loaded = re.findall(r'(?:src|href)="(/ui/static/[^"]+)"', page)
+    assert len(loaded) == 4 and all(path.removeprefix("/ui/static/") in MANIFEST for path in loaded)
+    assert set(re.findall(r'(?:src|href)="([^"]+)"', page)) - set(loaded) == {"/ui/logout"}  # nothing else
