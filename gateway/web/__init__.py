@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from gateway.mcp.backend import Backend
 from gateway.mcp.tokens import TokenBook
-from gateway.web.api import api_handlers, endpoint
+from gateway.web.api import ApiHandlers, endpoint
 from gateway.web.auth import login, logout
 from gateway.web.pages import page_routes
 
@@ -34,7 +34,7 @@ def web_routes(backend: Backend, book: TokenBook, wait_s: Callable[[str], float]
     ]
     routes += [
         Route(path, endpoint(book, wait_s, handler), methods=["GET"])
-        for path, handler in api_handlers(backend).items()
+        for path, handler in ApiHandlers(backend).by_path().items()
     ]
     return routes
 

@@ -119,69 +119,74 @@ async def scope(backend: Backend, principal: Principal, request: Request) -> lis
     return [info.session for info in await sessions(backend.log) if principal.may_touch(info.session)]
 
 
-def api_handlers(backend: Backend) -> dict[str, Handler]:
-    """Path -> handler of every `/v1` endpoint."""
+class ApiHandlers:
+    """The `/v1` endpoints over one backend: each takes the request and the caller's principal."""
 
-    async def graph_nodes(request: Request, principal: Principal) -> Any:
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+
+    async def graph_nodes(self, request: Request, principal: Principal) -> Any:
         search = request.query_params.get("search") or None
         if search is not None and len(search) > MAX_SEARCH_CHARS:
             raise bad(f"search: longer than {MAX_SEARCH_CHARS} characters")
         view = ViewRequest(
-            sessions=await scope(backend, principal, request),
+            sessions=await scope(self.backend, principal, request),
             search=search,
             as_of=as_of_param(request),
             limit=int_param(request, "limit", 200, 1, MAX_VIEW_LIMIT),
         )
-        return await view_graph(backend.memory, backend.log.client, view, principal)
+        return await view_graph(self.backend.memory, self.backend.log.client, view, principal)
 
-    async def graph_neighbourhood(request: Request, principal: Principal) -> Any:
+    async def graph_neighbourhood(self, request: Request, principal: Principal) -> Any:
         node = request.query_params.get("node") or ""
         if not node or len(node) > 512:
             raise bad("node: expected a node id (or an entity's name) of 1 to 512 characters")
         view = ViewRequest(
-            sessions=await scope(backend, principal, request),
+            sessions=await scope(self.backend, principal, request),
             focus=node,
             depth=int_param(request, "depth", 1, 1, 3),
             as_of=as_of_param(request),
             limit=int_param(request, "limit", 200, 1, MAX_VIEW_LIMIT),
         )
-        return await view_graph(backend.memory, backend.log.client, view, principal)
+        return await view_graph(self.backend.memory, self.backend.log.client, view, principal)
 
-    async def timeline_of(request: Request, principal: Principal) -> Any:
+    async def timeline_of(self, request: Request, principal: Principal) -> Any:
         asked = request.query_params.get("session")
         if not asked:
             raise bad("session: required")
         session = touchable(principal, session_name(asked))
         from_seq = int_param(request, "from_seq", 1, 1, 2**62)
         limit = int_param(request, "limit", 1000, 1, MAX_TIMELINE)
-        return await timeline(backend.log, session, from_seq, limit)
+        return await timeline(self.backend.log, session, from_seq, limit)
 
-    async def event(request: Request, principal: Principal) -> Any:
+    async def event(self, request: Request, principal: Principal) -> Any:
         session = touchable(principal, session_name(request.path_params["session"]))
         text = request.path_params["seq"]
         if not text.isdigit() or int(text) < 1:
             raise bad(f"seq: expected a whole number from 1, got {text[:40]!r}")
-        found = await one_event(backend.log, session, int(text))
+        found = await one_event(self.backend.log, session, int(text))
         if found is None:
             raise ApiError(404, "not_found", f"seq: session {session!r} has no event {int(text)}")
         return found
 
-    async def session_list(request: Request, principal: Principal) -> Any:
-        known = await sessions(backend.log)
+    async def session_list(self, request: Request, principal: Principal) -> Any:
+        known = await sessions(self.backend.log)
         return {"sessions": [info for info in known if principal.may_touch(info.session)]}
 
-    async def peer_list(request: Request, principal: Principal) -> Any:
-        return await peers(backend.log)
+    async def peer_list(self, request: Request, principal: Principal) -> Any:
+        return await peers(self.backend.log)
 
-    async def me(request: Request, principal: Principal) -> Any:
+    async def me(self, request: Request, principal: Principal) -> Any:
         return {"name": principal.name, "role": principal.role, "sessions": list(principal.sessions)}
 
-    return {
-        "/v1/graph/nodes": graph_nodes,
-        "/v1/graph/neighbourhood": graph_neighbourhood,
-        "/v1/timeline": timeline_of,
-        "/v1/events/{session}/{seq}": event,
-        "/v1/sessions": session_list,
-        "/v1/peers": peer_list,
-        "/v1/me": me,
-    }
+    def by_path(self) -> dict[str, Handler]:
+        """Path -> handler of every `/v1` endpoint."""
+        return {
+            "/v1/graph/nodes": self.graph_nodes,
+            "/v1/graph/neighbourhood": self.graph_neighbourhood,
+            "/v1/timeline": self.timeline_of,
+            "/v1/events/{session}/{seq}": self.event,
+            "/v1/sessions": self.session_list,
+            "/v1/peers": self.peer_list,
+            "/v1/me": self.me,
+        }
