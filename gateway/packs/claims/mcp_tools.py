@@ -47,6 +47,7 @@ def register(server: MCPServer, backend: Backend) -> None:
     """Entry point `eventloom.mcp_tools`: the recording tools, then the read tools."""
     register_record_tools(server, backend)
     register_claim_tools(server, backend)
+    register_settling_tools(server, backend)
     register_read_tools(server, backend)
 
 
@@ -129,6 +130,10 @@ def register_claim_tools(server: MCPServer, backend: Backend) -> None:
             principal=caller.recorded_principal,
         )
         return recorded(citation)
+
+
+def register_settling_tools(server: MCPServer, backend: Backend) -> None:
+    """Resolutions and acceptances: what settles claims."""
 
     @server.tool()
     async def claims_resolve(
