@@ -6,7 +6,8 @@ request lets through, `view_rows` (shared with Neo4j).
   nearest first, at most `limit` nodes (`search` is then not used);
 - else `search`: the nodes whose label text holds it (case-insensitive), newest first;
 - else the newest nodes;
-and every visible edge between the nodes chosen. Newest first is by the time the node was written
+and every visible edge between the nodes chosen. `as_of` is made canonical first (`view_rows.canonical_as_of`:
+as stored), so times compare as text. Newest first is by the time the node was written
 (`view_rows.written_at`), then claims before observations before entities, then key descending.
 """
 
@@ -21,6 +22,7 @@ from gateway.packs.claims.view_rows import (
     LABEL_ORDER,
     Row,
     Visibility,
+    canonical_as_of,
     node_id,
     parse_node_id,
     view_edge,
@@ -52,9 +54,10 @@ Chosen = dict[str, tuple[NodeLabel, Row]]
 
 
 def view(execute: Execute, request: ViewRequest) -> ViewGraph:
-    visible = Visibility(request)
     if request.sessions == []:
         return ViewGraph()
+    request = canonical_as_of(request)
+    visible = Visibility(request)
     if request.focus is not None:
         chosen = _neighbourhood(execute, request, visible)
     else:

@@ -14,6 +14,8 @@ import re
 from collections.abc import Sequence
 from typing import Any, Final
 
+import msgspec
+
 from gateway.packs.claims.events import PREDICATE, RESERVED_PREDICATES
 from gateway.packs.claims.ladybug_schema import LINKS_TABLE, PAIRS, REL_COLUMNS
 from gateway.packs.claims.model import (
@@ -61,12 +63,19 @@ def link_key(rel: str, source: str, target: str, *more: str) -> str:
     return "\x1f".join((rel, source, target, *more))
 
 
+class _Seen(msgspec.Struct, gc=False):
+    """What the writer knows of an entity it has touched: the sessions that saw it, its first sighting."""
+
+    sessions: list[str]
+    first_seen: str | None
+
+
 class ClaimsWriter:
-    """Writes operations through `execute`, remembering the entities it saw (their sessions) meanwhile."""
+    """Writes operations through `execute`, remembering the entities it saw (sessions, first sighting)."""
 
     def __init__(self, execute: Execute) -> None:
         self.execute = execute
-        self.entity_sessions: dict[str, list[str]] = {}
+        self.entities: dict[str, _Seen] = {}
 
     def write(self, operations: Sequence[Operation]) -> None:
         for op in operations:
@@ -104,24 +113,28 @@ class ClaimsWriter:
             self.set_node(label, key, {"placeholder": True}, create=True)
 
     def entity(self, entity: EntityName, cite: Cite) -> None:
-        """Entity `entity.key` (created with its name if absent), seen by `cite`'s session."""
-        sessions = self.entity_sessions.get(entity.key)
-        if sessions is None:
-            found = self.node("KnownEntity", entity.key, "n.sessions AS sessions")
+        """Entity `entity.key` (created with its name if absent), seen by `cite`'s session at `cite.ts`. It
+        keeps its earliest sighting by event time (`firstSeen` and that event's citation; of two at one
+        time, the one applied first), as on Neo4j: sessions applied out of time order end the same."""
+        seen = self.entities.get(entity.key)
+        if seen is None:
+            found = self.node("KnownEntity", entity.key, "n.sessions AS sessions, n.firstSeen AS first_seen")
             if found is None:
-                values = {
-                    "name": entity.name,
-                    "firstSeen": cite.ts,
-                    "sessions": [cite.session],
-                    **cited(cite),
-                }
-                self.set_node("KnownEntity", entity.key, values, create=True)
-                self.entity_sessions[entity.key] = [cite.session]
+                values = {"name": entity.name, "firstSeen": cite.ts, "sessions": [cite.session]}
+                self.set_node("KnownEntity", entity.key, {**values, **cited(cite)}, create=True)
+                self.entities[entity.key] = _Seen(sessions=[cite.session], first_seen=cite.ts)
                 return
-            sessions = self.entity_sessions[entity.key] = list(found["sessions"] or [])
-        if cite.session not in sessions:
-            sessions.append(cite.session)
-            self.set_node("KnownEntity", entity.key, {"sessions": sessions}, create=False)
+            seen = _Seen(sessions=list(found["sessions"] or []), first_seen=found["first_seen"])
+            self.entities[entity.key] = seen
+        changes: Row = {}
+        if cite.session not in seen.sessions:
+            seen.sessions.append(cite.session)
+            changes["sessions"] = list(seen.sessions)
+        if seen.first_seen is None or cite.ts < seen.first_seen:
+            seen.first_seen = cite.ts
+            changes |= {"firstSeen": cite.ts, **cited(cite)}
+        if changes:
+            self.set_node("KnownEntity", entity.key, changes, create=False)
 
     # -- relationships -----------------------------------------------------------------------------------
 
@@ -206,7 +219,8 @@ class ClaimsWriter:
             "supersedes": op.supersedes,
             **cited(op.cite),
         }
-        if resolution:  # accepted by itself
+        accepted_before = found is not None and bool(found["accepted"])  # the first acceptance stands
+        if resolution and not accepted_before:  # accepted by itself
             values |= {"accepted": True, "acceptedBy": op.source_agent, "acceptedAt": op.asserted_at}
         self.set_node("Claim", op.key, values, create=found is None)
         self._adopt_basis_placeholder(op.key)
@@ -227,9 +241,9 @@ class ClaimsWriter:
             self.set_node("Claim", settled, marks, create=False)
             key = link_key("SUPERSEDES", op.key, settled)
             self.link("SUPERSEDES", ("Claim", op.key), ("Claim", settled), key, edge)
-        accepted_at = op.asserted_at if resolution else (found or {}).get("accepted_at")
-        if (resolution or (found is not None and found["accepted"])) and not op.negated:
-            self._materialise(op.key, op.subject, op.predicate, op.object, op.cite, str(accepted_at))
+        accepted_at = str((found or {})["accepted_at"]) if accepted_before else op.asserted_at
+        if (resolution or accepted_before) and not op.negated:
+            self._materialise(op.key, op.subject, op.predicate, op.object, op.cite, accepted_at)
 
     def _basis(self, claim: str, basis: str, edge: Row) -> None:
         """`BASIS` to the claim or observation `basis`, or to a placeholder observation."""
@@ -261,9 +275,11 @@ class ClaimsWriter:
     def _materialise(
         self, claim: str, subject: EntityName, predicate: str, obj: EntityName, cite: Cite, at: str
     ) -> None:
-        """An accepted claim's derived edge, cited to the claim, from the time it was accepted."""
-        self.entity(subject, cite)
-        self.entity(obj, cite)
+        """An accepted claim's derived edge, cited to the claim (`cite`), from the time it was accepted
+        (`at`): when its entities are seen by it."""
+        accepted = Cite(cite.session, cite.seq, cite.hash, at)
+        self.entity(subject, accepted)
+        self.entity(obj, accepted)
         self._relate(subject.key, predicate, obj.key, True, claim, cite, at)
 
     def accept_claim(self, op: AcceptClaim) -> None:

@@ -10,24 +10,20 @@ and every visible edge between the nodes chosen. Newest first is by the time the
 (`view_rows.written_at`), then claims before observations before entities, then key descending.
 
 Stored properties are camelCase; `view_rows` reads rows of snake_case names (`_row`). `as_of` is made
-canonical first (RFC 3339 UTC with microseconds, as stored), so times compare as text.
+canonical first (`view_rows.canonical_as_of`: as stored), so times compare as text.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 from typing import Any, Final
 
-import msgspec
-
-from eventloom.event import utc_timestamp
 from gateway.packs.claims.model import NODE_LABELS, NodeLabel, entity_key
-from gateway.packs.claims.reads import InvalidQuestion
 from gateway.packs.claims.view_rows import (
     LABEL_ORDER,
     Row,
     Visibility,
+    canonical_as_of,
     node_id,
     parse_node_id,
     view_edge,
@@ -72,17 +68,6 @@ def _label(labels: list[str]) -> NodeLabel | None:
     return None
 
 
-def instant(as_of: str | None) -> str | None:
-    """`as_of` in the one form stored times have (RFC 3339 UTC, microseconds), so they compare as text."""
-    if as_of is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(as_of)
-    except ValueError:
-        raise InvalidQuestion(f"as_of: {as_of!r} is not an RFC 3339 time") from None
-    return utc_timestamp(moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC))
-
-
 Chosen = dict[str, tuple[NodeLabel, Row]]
 
 
@@ -90,7 +75,7 @@ async def claims_view(execute: ExecuteAsync, request: ViewRequest) -> ViewGraph:
     """The nodes and edges `request` asks for (see the module's docstring)."""
     if request.sessions == []:
         return ViewGraph()
-    request = msgspec.structs.replace(request, as_of=instant(request.as_of))
+    request = canonical_as_of(request)
     visible = Visibility(request)
     if request.focus is not None:
         chosen = await _neighbourhood(execute, request, visible)

@@ -10,7 +10,8 @@ Rows: a node row has `key`, the citation (`session`, `seq`, `hash`) and, per lab
 What a request lets through (`Visibility`):
 - `sessions`: an observation or a claim written by one of them; an entity one of them mentioned or
   related; an edge written by one of them.
-- `as_of`: what was written at or before it (an observation's `recorded_at`, a claim's `asserted_at`, an
+- `as_of` (RFC 3339, any offset; `canonical_as_of` puts it in the stored form first, so times compare as
+  text): what was written at or before it (an observation's `recorded_at`, a claim's `asserted_at`, an
   entity's `first_seen`, an edge's `at`), and no claim superseded at or before it (so every claim shown
   as of a time is shown as it then was: not superseded, accepted only if accepted by then).
 - never a placeholder: it has nothing to show until it is projected.
@@ -20,8 +21,12 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
+import msgspec
+
 from eventloom.event import citation
 from gateway.packs.claims.model import NODE_LABELS, NodeLabel
+from gateway.packs.claims.reads import InvalidQuestion
+from readmodels.graph.model import as_canonical
 from readmodels.view import ViewEdge, ViewNode, ViewRequest
 
 Row = dict[str, Any]
@@ -50,6 +55,19 @@ def cited(row: Row) -> str | None:
     if row.get("session") is None or row.get("seq") is None or row.get("hash") is None:
         return None
     return citation(str(row["session"]), int(row["seq"]), str(row["hash"]))
+
+
+def canonical_as_of(request: ViewRequest) -> ViewRequest:
+    """`request` with `as_of` in the one form stored times have (UTC, six fractional digits, `Z`): compared
+    as text as given, "10:00:01Z" would sort after a stored "10:00:01.500000Z" ('Z' > '.'). Refused
+    (`InvalidQuestion` naming `as_of`) when it is not an RFC 3339 time."""
+    if request.as_of is None:
+        return request
+    try:
+        as_of = as_canonical(request.as_of)
+    except (ValueError, OverflowError):
+        raise InvalidQuestion(f"as_of: {request.as_of[:64]!r} is not an RFC 3339 time") from None
+    return msgspec.structs.replace(request, as_of=as_of)
 
 
 def written_at(label: NodeLabel, row: Row) -> str:
