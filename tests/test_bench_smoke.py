@@ -102,3 +102,25 @@ def test_projection_benchmark_reports_rates_freshness_and_a_profile_per_stage() 
         assert {"fetch", "verify", "apply", "apply.extract", "apply.write.commit"} <= set(profile)
         assert window["rows_per_event"]["apply.write.rows.create Event"] == 1.0
     assert set(report["peak_rss_mb"]) == {"bench_projector", "node", "nats_server"}
+
+
+@pytest.mark.slow
+def test_claims_benchmark_reports_projection_translation_and_read_latencies() -> None:
+    report: dict[str, Any] = run_bench(
+        "claims.py", "--events", "200", "--backend", "ladybug", "--samples", "10", timeout=60
+    )
+    assert report["events"] == 200 and report["events_without_operations"] == 0
+    assert set(report["event_types"]) == {
+        "claims.observation.recorded",
+        "claims.claim.asserted",
+        "claims.claim.resolved",
+        "claims.claim.accepted",
+        "inference.edge.generated",
+    }
+    for key in ("projection_events_per_s", "translate_events_per_s", "incompatible_checks_per_s"):
+        assert report[key] > 0, key
+    for question in ("about", "basis", "contradictions", "view"):
+        assert 0 < report[f"{question}_p50_ms"] <= report[f"{question}_p95_ms"], question
+    ladybug = report["backends"]["ladybug"]
+    assert ladybug["projection_events_per_s"] == report["projection_events_per_s"]
+    assert ladybug["reads"]["view_nodes"] == 200 and max(ladybug["reads"]["basis_links_seen"]) >= 3
