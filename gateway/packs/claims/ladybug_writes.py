@@ -1,8 +1,9 @@
 """Applying the claims model's operations to LadybugDB, each as its docstring in `model` says.
 
-Statement by statement, in order, inside the caller's transaction (a statement sees what the ones before
-it wrote): each node is found by its primary key (one `MATCH` per node; a pattern of two plans a cross
-product), created with `CREATE` when absent (not `MERGE`: batched, it drops rows and costs tens of
+Operation by operation, in order, inside the caller's transaction, each seeing what the ones before it
+wrote; but what they write is held and written at the end of the batch, a statement per kind of row rather
+than one per node or relationship (`ladybug_nodes`, then `ladybug_links`). Each node is found by its
+primary key, created when absent (`CREATE`, not `MERGE`: batched, it drops rows and costs tens of
 milliseconds), and each relationship is kept once through its key in `LINKS_TABLE` (`link_key`), so an
 operation applied twice writes nothing new. Labels and relationship types come only from the closed sets
 of `ladybug_schema`; every value is a parameter.
@@ -17,6 +18,8 @@ from typing import Any, Final
 import msgspec
 
 from gateway.packs.claims.events import PREDICATE, RESERVED_PREDICATES
+from gateway.packs.claims.ladybug_links import HeldLink, HeldLinks
+from gateway.packs.claims.ladybug_nodes import HeldNodes
 from gateway.packs.claims.ladybug_schema import LINKS_TABLE, PAIRS, REL_COLUMNS
 from gateway.packs.claims.model import (
     AcceptClaim,
@@ -34,9 +37,18 @@ from gateway.packs.claims.model import (
 from readmodels.graph.cypher.io import Execute, Row
 
 _CLAIM_READ: Final = (
-    "n.placeholder AS placeholder, n.subject AS subject, n.subjectKey AS subject_key, "
-    "n.predicate AS predicate, n.object AS object, n.objectKey AS object_key, n.negated AS negated, "
-    "n.accepted AS accepted, n.acceptedAt AS accepted_at, n.session AS session, n.seq AS seq, n.hash AS hash"
+    "placeholder",
+    "subject",
+    "subjectKey",
+    "predicate",
+    "object",
+    "objectKey",
+    "negated",
+    "accepted",
+    "acceptedAt",
+    "session",
+    "seq",
+    "hash",
 )
 
 
@@ -76,8 +88,12 @@ class ClaimsWriter:
     def __init__(self, execute: Execute) -> None:
         self.execute = execute
         self.entities: dict[str, _Seen] = {}
+        self.nodes = HeldNodes(execute)
+        self.links = HeldLinks(execute)
 
     def write(self, operations: Sequence[Operation]) -> None:
+        """Apply `operations` in order; the nodes and relationships they write are written at the end
+        (`HeldNodes`, then `HeldLinks`)."""
         for op in operations:
             if isinstance(op, RecordObservation):
                 self.record_observation(op)
@@ -89,23 +105,21 @@ class ClaimsWriter:
                 self.relate(op)
             else:
                 self.record_contradiction(op)
+        self.nodes.write()
+        self.links.write()
 
     # -- nodes -------------------------------------------------------------------------------------------
 
-    def node(self, label: NodeLabel, key: str, columns: str = "n.key AS key") -> Row | None:
-        rows = self.execute(f"MATCH (n:{label} {{key: $key}}) RETURN {columns}", {"key": key})
-        return rows[0] if rows else None
+    def node(self, label: NodeLabel, key: str, names: Sequence[str] = ("key",)) -> Row | None:
+        """Columns `names` of node `key` as the operations so far have made it (None: no such node)."""
+        return self.nodes.get(label, key, names)
 
     def set_node(self, label: NodeLabel, key: str, values: Row, *, create: bool) -> None:
         """Create node `key` with `values` (`create`), or set them on the existing one (None clears)."""
-        given = {name: value for name, value in values.items() if value is not None or not create}
-        params = {f"p{i}": value for i, value in enumerate(given.values())}
         if create:
-            columns = "".join(f", `{name}`: $p{i}" for i, name in enumerate(given))
-            self.execute(f"CREATE (n:{label} {{key: $key{columns}}})", {"key": key, **params})
-        elif given:
-            sets = ", ".join(f"n.`{name}` = $p{i}" for i, name in enumerate(given))
-            self.execute(f"MATCH (n:{label} {{key: $key}}) SET {sets}", {"key": key, **params})
+            self.nodes.create(label, key, values)
+        else:
+            self.nodes.set(label, key, values)
 
     def placeholder(self, label: NodeLabel, key: str) -> None:
         """Node `key` of `label`: as it is, or a placeholder with only its key."""
@@ -118,13 +132,13 @@ class ClaimsWriter:
         time, the one applied first), as on Neo4j: sessions applied out of time order end the same."""
         seen = self.entities.get(entity.key)
         if seen is None:
-            found = self.node("KnownEntity", entity.key, "n.sessions AS sessions, n.firstSeen AS first_seen")
+            found = self.node("KnownEntity", entity.key, ("sessions", "firstSeen"))
             if found is None:
                 values = {"name": entity.name, "firstSeen": cite.ts, "sessions": [cite.session]}
                 self.set_node("KnownEntity", entity.key, {**values, **cited(cite)}, create=True)
                 self.entities[entity.key] = _Seen(sessions=[cite.session], first_seen=cite.ts)
                 return
-            seen = _Seen(sessions=list(found["sessions"] or []), first_seen=found["first_seen"])
+            seen = _Seen(sessions=list(found["sessions"] or []), first_seen=found["firstSeen"])
             self.entities[entity.key] = seen
         changes: Row = {}
         if cite.session not in seen.sessions:
@@ -145,19 +159,13 @@ class ClaimsWriter:
         whether it was created."""
         if (source[0], target[0]) not in PAIRS[rel]:
             raise ClaimsWriteError(f"{rel}: no relationship from {source[0]} to {target[0]}")
-        if self.execute(f"MATCH (l:{LINKS_TABLE} {{key: $key}}) RETURN l.key AS key", {"key": key}):
+        if self.links.exists(key):
             return False
-        self.execute(f"CREATE (:{LINKS_TABLE} {{key: $key}})", {"key": key})
         given = {name: value for name, value in values.items() if value is not None}
         unknown = set(given).difference(REL_COLUMNS)
         if unknown:
             raise ClaimsWriteError(f"{rel}: no such relationship property {sorted(unknown)}")
-        columns = ", ".join(f"`{name}`: $p_{name}" for name in given)
-        self.execute(
-            f"MATCH (a:{source[0]} {{key: $a}}) MATCH (b:{target[0]} {{key: $b}}) "
-            f"CREATE (a)-[:{rel} {{{columns}}}]->(b)",
-            {"a": source[1], "b": target[1], **{f"p_{name}": value for name, value in given.items()}},
-        )
+        self.links.hold(key, HeldLink(rel, source, target, given))
         return True
 
     def relate(self, op: RelateEntities) -> None:
@@ -241,7 +249,7 @@ class ClaimsWriter:
             self.set_node("Claim", settled, marks, create=False)
             key = link_key("SUPERSEDES", op.key, settled)
             self.link("SUPERSEDES", ("Claim", op.key), ("Claim", settled), key, edge)
-        accepted_at = str((found or {})["accepted_at"]) if accepted_before else op.asserted_at
+        accepted_at = str((found or {})["acceptedAt"]) if accepted_before else op.asserted_at
         if (resolution or accepted_before) and not op.negated:
             self._materialise(op.key, op.subject, op.predicate, op.object, op.cite, accepted_at)
 
@@ -255,7 +263,7 @@ class ClaimsWriter:
     def _adopt_basis_placeholder(self, key: str) -> None:
         """A placeholder observation `key` (a basis named before it was projected) turns out to be this
         claim: its `BASIS` links move here, and it goes."""
-        found = self.node("Observation", key, "n.placeholder AS placeholder")
+        found = self.node("Observation", key, ("placeholder",))
         if found is None or not found["placeholder"]:
             return
         rows = self.execute(
@@ -263,7 +271,8 @@ class ClaimsWriter:
             "RETURN c.key AS claim, r.at AS at, r.session AS session, r.seq AS seq, r.hash AS hash",
             {"key": key},
         )
-        self.execute("MATCH (o:Observation {key: $key}) DETACH DELETE o", {"key": key})
+        self.nodes.delete("Observation", key)
+        self.links.retarget("BASIS", ("Observation", key), ("Claim", key))
         for row in rows:
             claim = str(row["claim"])
             values = {name: row[name] for name in ("at", "session", "seq", "hash")}
@@ -293,8 +302,8 @@ class ClaimsWriter:
         if found is None or found["placeholder"] or found["negated"]:
             return
         claim_cite = Cite(str(found["session"]), int(found["seq"]), str(found["hash"]), op.cite.ts)
-        subject = EntityName(str(found["subject_key"]), str(found["subject"]))
-        obj = EntityName(str(found["object_key"]), str(found["object"]))
+        subject = EntityName(str(found["subjectKey"]), str(found["subject"]))
+        obj = EntityName(str(found["objectKey"]), str(found["object"]))
         self._materialise(op.claim, subject, str(found["predicate"]), obj, claim_cite, op.cite.ts)
 
     def record_contradiction(self, op: RecordContradiction) -> None:
