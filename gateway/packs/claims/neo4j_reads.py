@@ -46,8 +46,9 @@ def _claim_columns(var: str) -> str:
 
 
 _ABOUT: Final = (
-    "MATCH (c:Claim) WHERE c.subjectKey = $key AND c.placeholder = false "
-    "AND ($superseded OR c.supersededBy IS NULL) "
+    # the NOT NULL tests let the planner seek the composite index (subjectKey, confidence, assertedAt)
+    "MATCH (c:Claim) WHERE c.subjectKey = $key AND c.confidence IS NOT NULL AND c.assertedAt IS NOT NULL "
+    "AND c.placeholder = false AND ($superseded OR c.supersededBy IS NULL) "
     f"RETURN {_claim_columns('c')} "
     "ORDER BY c.subjectKey DESC, c.confidence DESC, c.assertedAt DESC, c.key LIMIT $limit"
 )
@@ -70,7 +71,8 @@ _IN_ORDER: Final = (
 )
 _CONTRADICTIONS: Final = f"MATCH (a:Claim)-[x:CONTRADICTS]->(b:Claim) WHERE {_OPEN} {_IN_ORDER}"
 _CONTRADICTIONS_ABOUT: Final = (
-    "MATCH (:Claim {subjectKey: $key})-[x:CONTRADICTS]-(:Claim) WITH DISTINCT x "
+    "MATCH (c:Claim) WHERE c.subjectKey = $key AND c.confidence IS NOT NULL AND c.assertedAt IS NOT NULL "
+    "MATCH (c)-[x:CONTRADICTS]-(:Claim) WITH DISTINCT x "
     f"MATCH (a:Claim)-[x]->(b:Claim) WHERE {_OPEN} {_IN_ORDER}"
 )
 _ENTITY: Final = (
