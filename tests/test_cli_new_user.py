@@ -103,7 +103,7 @@ def test_small_things_a_new_user_hit(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path / "no-node")
     refused = run_cli(settings, "rebuild", "nosuch")
     assert refused.returncode == 2
-    assert "no projector named 'nosuch': installed are graph, inferred, keyword" in refused.stderr
+    assert "no projector named 'nosuch': installed are claims, graph, inferred, keyword" in refused.stderr
     assert "rebuilding" not in refused.stderr and "no Eventloom node" not in refused.stderr
     bad_sync = run_cli(settings, "up", "--sync", "bogus")
     assert (

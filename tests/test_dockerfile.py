@@ -194,9 +194,13 @@ def test_the_files_the_dockerfile_copies_build_the_package(tmp_path: Path) -> No
     }
     missing = sorted(expected - names)
     assert not missing, f"the image would lack: {missing[:10]}"
-    for package, files in PYPROJECT["tool"]["setuptools"]["package-data"].items():
-        for file in files:
-            assert f"{package.replace('.', '/')}/{file}" in names, f"package data {package}: {file}"
+    for package, patterns in PYPROJECT["tool"]["setuptools"]["package-data"].items():
+        folder = package.replace(".", "/")
+        for pattern in patterns:  # a name or a glob: every file of the checkout it matches is in the wheel
+            matched = [path.relative_to(ROOT).as_posix() for path in sorted((ROOT / folder).glob(pattern))]
+            assert matched, f"package data {package}: {pattern} matches no file"
+            absent = [name for name in matched if name not in names]
+            assert not absent, f"package data {package}: {absent} not in the wheel"
     assert re.search(r"^eventloom = gateway\.cli:main$", entry_points, re.MULTILINE)
     for group in (PROJECTORS_GROUP, PRODUCERS_GROUP):
         assert f"[{group}]" in entry_points
