@@ -31,6 +31,7 @@ from gateway.cli import (
     node_cmds,
     quarantine_cmd,
     rebuild_cmd,
+    repair_cmd,
     schema_cmds,
     verify_cmd,
     worker_cmds,
@@ -76,6 +77,7 @@ def _global_options(
 node_cmds.register(app)
 log_cmds.register(app)
 verify_cmd.register(app)
+repair_cmd.register(app)
 quarantine_cmd.register(app)
 nats_cmds.register(app)
 demo.register(app)
