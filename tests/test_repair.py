@@ -124,6 +124,28 @@ async def test_a_content_disagreement_and_a_hole_are_refused_with_nothing_publis
     assert {s: await stream_messages(log, s) for s in ("s0", "s1")} == before
 
 
+async def test_a_ledger_that_does_not_verify_is_never_published_from(
+    log: EventLog, settings: Settings
+) -> None:
+    async with running_mirror(log):
+        await append_story(log, sessions=2, per_session=6)
+        await caught_up(log)
+    await delete_from_stream(log, "s0", [5, 6])
+    path = settings.ledger_dir / "s0.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[5] = lines[5].replace(b'"n":', b'"n":1', 1)  # a forged payload: the hash no longer matches
+    path.write_bytes(b"".join(lines))
+    before = await stream_messages(log, "s0")
+
+    applied = run_cli(settings, "repair", "--apply", "--json")
+
+    assert applied.returncode == 1, applied.stderr
+    s0 = next(s for s in json.loads(applied.stdout)["sessions"] if s["session"] == "s0")
+    assert s0["status"] == "refused" and "does not verify" in s0["reason"]
+    assert "verify --ledger-only" in s0["advice"]
+    assert await stream_messages(log, "s0") == before
+
+
 async def test_a_stream_lost_whole_is_rebuilt_in_order_from_the_ledger(
     log: EventLog, settings: Settings
 ) -> None:
