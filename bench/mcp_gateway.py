@@ -35,8 +35,8 @@ from query import append_up_to, timed
 
 from eventloom.log import EventLog
 from eventloom.settings import Settings
+from gateway.access.tokens import add_token
 from gateway.mcp.client import ToolCall, stdio_server, tool_caller
-from gateway.mcp.tokens import add_token
 from gateway.node_process import NodeProcess
 from readmodels.checkout.model import CheckoutRequest
 from readmodels.query.client import MemoryClient

@@ -18,7 +18,7 @@ from eventloom.errors import EventValidationError
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 from eventloom.validation import MAX_DEPTH, decode_json_input, validate_payload_value
-from gateway.mcp.backend import Backend
+from gateway.access.backend import Backend
 from gateway.mcp.server import EventloomMCP, LocalOperator
 from readmodels.query.client import MemoryClient
 from tests.conftest import run_cli

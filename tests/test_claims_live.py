@@ -28,8 +28,8 @@ from typer.testing import CliRunner
 from eventloom.event import Event
 from eventloom.log import EventLog
 from eventloom.settings import Settings
+from gateway.access.tokens import Principal
 from gateway.cli import app
-from gateway.mcp.tokens import Principal
 from gateway.node import Node
 from gateway.packs.claims import ClaimsClient
 from gateway.packs.claims.model import event_key

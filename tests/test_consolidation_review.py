@@ -14,7 +14,7 @@ import pytest
 from eventloom.event import Event
 from eventloom.log import EventLog
 from eventloom.settings import Settings
-from gateway.mcp.tokens import add_token
+from gateway.access.tokens import add_token
 from tests.conftest import run_cli
 from tests.mcp_support import failure, http_node, http_tools
 from tests.test_query_service import projected

@@ -21,10 +21,10 @@ from eventloom.event import os_principal
 from eventloom.log import EventLog
 from eventloom.runtime import read_runtime
 from eventloom.settings import Settings
+from gateway.access.tokens import Principal, TokenBook, add_token, read_tokens
 from gateway.cli.demo_story import WORK
 from gateway.mcp.client import stdio_server, tool_caller
 from gateway.mcp.http import FailedAttempts, HttpGateway, RateLimiter, serve_http
-from gateway.mcp.tokens import Principal, TokenBook, add_token, read_tokens
 from tests.conftest import run_cli
 from tests.mcp_support import (
     EVERY_TOOL,

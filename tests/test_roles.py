@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from eventloom.settings import Settings
-from gateway.mcp.tokens import add_token
+from gateway.access.tokens import add_token
 from tests.conftest import REPO, NatsServer
 from tests.mcp_support import exercise_every_tool, http_tools
 

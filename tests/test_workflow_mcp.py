@@ -16,11 +16,11 @@ from mcp import Client
 
 from eventloom.log import EventLog
 from eventloom.settings import Settings
-from gateway.mcp.backend import Backend
+from gateway.access.backend import Backend
+from gateway.access.tokens import Principal
 from gateway.mcp.caller import Caller
 from gateway.mcp.client import ToolCall, tool_caller
 from gateway.mcp.server import EventloomMCP
-from gateway.mcp.tokens import Principal
 from gateway.node import Node
 from gateway.packs.workflow.recorder import WorkflowRecorder
 from readmodels.query.client import MemoryClient

@@ -19,7 +19,7 @@ from typing import Any
 from eventloom.event import Event
 from eventloom.log import EventLog
 from eventloom.settings import Settings
-from gateway.mcp.tokens import add_token
+from gateway.access.tokens import add_token
 from readmodels.view import GRAPH_VIEWS_GROUP
 from tests.conftest import NatsServer
 from tests.mcp_support import http_node

@@ -17,11 +17,11 @@ from eventloom.errors import EventloomError
 from eventloom.log import EventLog
 from eventloom.runtime import resolve_nats_url
 from eventloom.settings import Settings
+from gateway.access.tokens import Role, add_token, default_actors, read_tokens, revoke_token
 from gateway.cli.common import EXIT_INVALID, console, fail, print_json, run, settings_of
 from gateway.heartbeats import roles_heartbeat
 from gateway.mcp.http import HttpGateway, serve_http
 from gateway.mcp.stdio import run_stdio
-from gateway.mcp.tokens import Role, add_token, default_actors, read_tokens, revoke_token
 from gateway.node import node_url, worker_roles
 from gateway.supervisor import RoleSupervisor
 

@@ -7,7 +7,7 @@ from contextvars import ContextVar, Token
 import msgspec
 
 from eventloom.event import os_principal
-from gateway.mcp.tokens import Principal
+from gateway.access.tokens import Principal
 
 
 class Caller(msgspec.Struct, frozen=True):

@@ -40,11 +40,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from eventloom.bus.heartbeat import HeartbeatPublisher
 from eventloom.errors import EventloomError
 from eventloom.settings import Settings
+from gateway.access.backend import Backend, open_backend
+from gateway.access.tokens import TokenBook, bearer_token
 from gateway.mcp.arguments import MAX_PAYLOAD_BYTES
-from gateway.mcp.backend import Backend, open_backend
 from gateway.mcp.failures import REMEDIATION
 from gateway.mcp.server import BearerTokens, EventloomMCP
-from gateway.mcp.tokens import TokenBook, bearer_token
 from gateway.web import web_routes
 from readmodels.query.client import MemoryClient
 from readmodels.query.protocol import MemoryUnavailableError

@@ -27,11 +27,11 @@ from mcp.types import CallToolResult, TextContent
 
 from eventloom.event import SESSION_PATTERN
 from gateway import __version__
+from gateway.access.backend import Backend
+from gateway.access.tokens import LOCAL_OPERATOR, Principal, TokenBook, bearer_token
 from gateway.consolidation import needs_review_rights
-from gateway.mcp.backend import Backend
 from gateway.mcp.caller import Caller, calling_as, finished_calling
 from gateway.mcp.failures import ToolFailure, failure_of
-from gateway.mcp.tokens import LOCAL_OPERATOR, Principal, TokenBook, bearer_token
 from gateway.mcp.tools_causal import register_causal_tools
 from gateway.mcp.tools_consolidation import REVIEW_TOOLS, register_consolidation_tools
 from gateway.mcp.tools_context import register_context_tools

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from eventloom.bus.heartbeat import HeartbeatPublisher
 from eventloom.settings import Settings
-from gateway.mcp.backend import open_backend
+from gateway.access.backend import open_backend
 from gateway.mcp.server import EventloomMCP, LocalOperator
 
 

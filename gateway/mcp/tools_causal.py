@@ -13,8 +13,8 @@ import msgspec
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
+from gateway.access.backend import Backend
 from gateway.mcp.arguments import AsOf, Limit, Name, Session, SnakeCase
-from gateway.mcp.backend import Backend
 from readmodels.retrieval.causal_reads import CausalExplainRequest, CausalPathRequest
 
 PathDepth = Annotated[int, Field(ge=1, le=5, description="The longest path to look for, in edges.")]

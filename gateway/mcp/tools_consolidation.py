@@ -13,8 +13,8 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, Field
 
 from gateway import consolidation
+from gateway.access.backend import Backend
 from gateway.mcp.arguments import EventHash, Limit, Name, SessionFilter, SnakeCase
-from gateway.mcp.backend import Backend
 from gateway.mcp.caller import current_caller
 from gateway.mcp.failures import ToolFailure
 from readmodels.retrieval.candidates import (

@@ -8,9 +8,9 @@ import msgspec
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
+from gateway.access.backend import Backend
 from gateway.agent_loop import DEFAULT_REPLAY, after_turn, handoff_bundle
 from gateway.mcp.arguments import AsOf, Name, Profile, Question, Session, SessionFilter, TokenBudget
-from gateway.mcp.backend import Backend
 from gateway.mcp.caller import current_caller
 from readmodels.checkout.model import DEFAULT_TOKEN_BUDGET, CheckoutRequest
 

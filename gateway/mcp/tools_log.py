@@ -12,8 +12,8 @@ from pydantic import Field
 
 from eventloom.keys import KeyStore
 from eventloom.verify import verify_everything
+from gateway.access.backend import Backend
 from gateway.mcp.arguments import Limit, Session, SessionFilter
-from gateway.mcp.backend import Backend
 from readmodels.query.cypher_service import MAX_QUERY_CHARS, ask_cypher
 
 ADMIN_TOOLS: Final = frozenset({"memory_replay", "memory_graph_query"})

@@ -9,6 +9,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, Field
 
 from eventloom.event import Event, utc_timestamp
+from gateway.access.backend import Backend
 from gateway.mcp.arguments import (
     MAX_PAYLOAD_BYTES,
     AsOf,
@@ -24,7 +25,6 @@ from gateway.mcp.arguments import (
     SnakeCase,
     TokenBudget,
 )
-from gateway.mcp.backend import Backend
 from gateway.mcp.caller import current_caller
 from gateway.mcp.failures import ToolFailure
 from readmodels.checkout.model import DEFAULT_TOKEN_BUDGET, CheckoutRequest

@@ -14,8 +14,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.mcp.backend import Backend
-from gateway.mcp.tokens import TokenBook
+from gateway.access.backend import Backend
+from gateway.access.tokens import TokenBook
 from gateway.web.api import ApiHandlers, endpoint
 from gateway.web.auth import login, logout
 from gateway.web.pages import page_routes

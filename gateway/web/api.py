@@ -16,8 +16,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from eventloom.event import SESSION_PATTERN
-from gateway.mcp.backend import Backend
-from gateway.mcp.tokens import Principal, TokenBook
+from gateway.access.backend import Backend
+from gateway.access.tokens import Principal, TokenBook
 from gateway.web.auth import SECURITY_HEADERS, principal_of
 from gateway.web.log_reads import one_event, peers, sessions, timeline
 from gateway.web.views import view_graph

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from gateway.mcp.tokens import Principal, TokenBook, bearer_token
+from gateway.access.tokens import Principal, TokenBook, bearer_token
 
 COOKIE: Final = "eventloom_token"
 UI_PATH: Final = "/ui"

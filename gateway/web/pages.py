@@ -10,7 +10,7 @@ from typing import Final
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway.mcp.tokens import TokenBook
+from gateway.access.tokens import TokenBook
 from gateway.web.auth import SECURITY_HEADERS, login_page, principal_of
 
 STATIC: Final = files("gateway.web") / "static"

@@ -27,7 +27,7 @@ from typing import Final
 import msgspec
 from nats.aio.client import Client
 
-from gateway.mcp.tokens import Principal
+from gateway.access.tokens import Principal
 from readmodels.query.answers import ask
 from readmodels.query.client import MemoryQueryFailed
 from readmodels.query.protocol import MemoryService, MemoryUnavailableError

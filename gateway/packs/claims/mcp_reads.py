@@ -16,8 +16,8 @@ import msgspec
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
+from gateway.access.backend import Backend
 from gateway.mcp.arguments import SessionFilter
-from gateway.mcp.backend import Backend
 from gateway.mcp.caller import current_caller
 from gateway.packs.claims.client import ClaimsClient
 from gateway.packs.claims.reads import MAX_LIMIT, BasisChain, ContradictionView, EntityView

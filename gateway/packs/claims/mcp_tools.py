@@ -15,8 +15,8 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
+from gateway.access.backend import Backend
 from gateway.mcp.arguments import Session
-from gateway.mcp.backend import Backend
 from gateway.mcp.caller import current_caller
 from gateway.mcp.failures import ToolFailure
 from gateway.packs.claims.citing import parse_ref

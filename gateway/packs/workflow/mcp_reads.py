@@ -13,7 +13,7 @@ import msgspec
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from gateway.mcp.backend import Backend
+from gateway.access.backend import Backend
 from gateway.mcp.failures import ToolFailure
 from gateway.packs.workflow.reads import (
     MAX_LIMIT,

@@ -17,8 +17,8 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from eventloom.event import Event, utc_timestamp
+from gateway.access.backend import Backend
 from gateway.mcp.arguments import Session
-from gateway.mcp.backend import Backend
 from gateway.mcp.caller import current_caller
 from gateway.packs.workflow import events as ev
 from gateway.packs.workflow.mcp_reads import register_history_tools, register_read_tools

@@ -46,7 +46,7 @@ from eventloom.errors import EventloomError, EventValidationError
 from eventloom.event import Event, utc_timestamp
 from eventloom.request import AppendRequest
 from eventloom.settings import Settings
-from gateway.mcp.backend import Backend
+from gateway.access.backend import Backend
 from gateway.packs.workflow.github_events import DeliveryError, Ignored, Mapped, map_delivery
 
 log = logging.getLogger(__name__)
