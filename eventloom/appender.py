@@ -22,7 +22,6 @@ from eventloom.bus.stream import StreamLayout
 from eventloom.errors import (
     BusUnavailableError,
     ConcurrencyError,
-    EventloomError,
     EventValidationError,
     WrongExpectedSeqError,
 )
@@ -30,6 +29,7 @@ from eventloom.event import Event, encode_event
 from eventloom.keys import KeyStore, Signer
 from eventloom.request import AppendRequest
 from eventloom.sealing import Sealer
+from eventloom.stream_full import append_refused
 from eventloom.tail import MalformedMessageError, TailFinder, event_at, last_event
 
 IDEMPOTENCY_BUCKET: Final = "EVENTLOOM_IDEMPOTENCY"
@@ -180,7 +180,7 @@ class Appender:
                 stream_seq = await self._publish(writer.subject, events, tail.stream_seq)
             except nats.js.errors.APIError as exc:
                 if exc.err_code != WRONG_LAST_SEQUENCE:
-                    raise EventloomError(f"stream rejected the append: {exc.description}") from exc
+                    raise await append_refused(self._client, self._layout.name, exc) from exc
                 writer.tail = None  # another writer won the race: re-read the tail, rebuild, retry
                 await _jitter(attempt)
                 continue
@@ -290,7 +290,7 @@ class Appender:
                 ack = await self._js.publish(writer.subject, encode_event(event), headers=headers)
             except nats.js.errors.APIError as exc:
                 if exc.err_code != WRONG_LAST_SEQUENCE:
-                    raise EventloomError(f"stream rejected the append: {exc.description}") from exc
+                    raise await append_refused(self._client, self._layout.name, exc) from exc
                 writer.tail = None
                 await _jitter(attempt)
                 continue

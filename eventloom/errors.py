@@ -74,3 +74,8 @@ class ReadModelUnavailableError(EventloomError):
 class ReadModelBrokenError(EventloomError):
     """A read model cannot go on at all (e.g. a bulk load that failed half-way): its consumer stops
     instead of retrying or dead-lettering the events that follow."""
+
+
+class StreamFullError(EventloomError):
+    """The event stream is at its size limit and refuses new events (it never drops old ones to make room):
+    nothing was appended. The message names the limit and what to do."""

@@ -50,6 +50,9 @@ class Settings:
     duplicate_window_s: float = 120.0
     stream: str = "EVENTLOOM"
     replicas: int = 1
+    # The event stream's size limit in bytes, at which appends are refused (never old events dropped); 0: no
+    # limit; None: leave the stream's limit as it is (a process other than the node need not know it).
+    stream_max_bytes: int | None = None
     projectors: str = "all"  # which installed projectors the node runs: all, none, or a comma list
     producers: str = "all"  # likewise for producers
     graph_backend: str = "ladybug"  # where the graph read model lives: embedded LadybugDB or a Neo4j server
@@ -80,6 +83,10 @@ class Settings:
             raise ValueError("partitions: must be between 1 and 1024")
         if not 1 <= self.replicas <= 5:
             raise ValueError("replicas: must be between 1 and 5 (JetStream's limit)")
+        if self.stream_max_bytes is not None and self.stream_max_bytes < 0:
+            raise ValueError(
+                "stream_max_bytes: must be 0 (no limit) or a size in bytes (EVENTLOOM_STREAM_MAX_BYTES)"
+            )
         if not SYNC_POLICY.fullmatch(self.sync):
             raise ValueError("sync: must be 'always', 'default' or a duration like 500ms, 1s, 2m")
         if self.graph_backend not in GRAPH_BACKENDS:
@@ -120,6 +127,9 @@ class Settings:
             sync=os.environ.get("EVENTLOOM_SYNC", "default"),
             duplicate_window_s=float(_env_int("EVENTLOOM_DUPLICATE_WINDOW_S", 120)),
             replicas=_env_int("EVENTLOOM_REPLICAS", 1),
+            stream_max_bytes=_env_int("EVENTLOOM_STREAM_MAX_BYTES", 0)
+            if os.environ.get("EVENTLOOM_STREAM_MAX_BYTES")
+            else None,
             projectors=os.environ.get("EVENTLOOM_PROJECTORS", "all"),
             producers=os.environ.get("EVENTLOOM_PRODUCERS", "all"),
             graph_backend=os.environ.get("EVENTLOOM_GRAPH_BACKEND") or "ladybug",
@@ -153,6 +163,7 @@ class Settings:
             "EVENTLOOM_SYNC": self.sync,
             "EVENTLOOM_DUPLICATE_WINDOW_S": str(int(self.duplicate_window_s)),
             "EVENTLOOM_REPLICAS": str(self.replicas),
+            "EVENTLOOM_STREAM_MAX_BYTES": "" if self.stream_max_bytes is None else str(self.stream_max_bytes),
             "EVENTLOOM_PROJECTORS": self.projectors,
             "EVENTLOOM_PRODUCERS": self.producers,
             "EVENTLOOM_GRAPH_BACKEND": self.graph_backend,

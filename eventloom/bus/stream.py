@@ -67,6 +67,7 @@ async def ensure_stream(client: Client, settings: Settings) -> StreamLayout:
         partitions = int(existing.get("metadata", {}).get(PARTITIONS_METADATA_KEY, partitions))
         replicas = max(replicas, int(existing.get("num_replicas", 1)))
     config = _stream_config(name, partitions, settings.duplicate_window_s, replicas)
+    config.update(size_limit(settings.stream_max_bytes, existing))
     if existing is not None and not _differs(existing, config):
         await _ensure_dlq(client, replicas)  # nothing to change: no admin right needed
         return StreamLayout(
@@ -91,6 +92,16 @@ async def describe_stream(client: Client, name: str = "EVENTLOOM") -> StreamLayo
     config = info["config"]
     partitions = int(config.get("metadata", {}).get(PARTITIONS_METADATA_KEY, 16))
     return StreamLayout(name=name, partitions=partitions, atomic_batches=bool(config.get("allow_atomic")))
+
+
+def size_limit(max_bytes: int | None, existing: dict[str, Any] | None) -> dict[str, Any]:
+    """The stream's size limit: `max_bytes` (0: none), or as `existing` has it when None. With a limit the
+    server refuses new messages at it (`discard: new`): an event log never makes room by dropping events."""
+    if max_bytes is None and existing is not None:
+        return {"max_bytes": existing.get("max_bytes", -1), "discard": existing.get("discard", "old")}
+    if not max_bytes:
+        return {"max_bytes": -1, "discard": "old"}  # no limit is ever reached: nothing is discarded
+    return {"max_bytes": max_bytes, "discard": "new"}
 
 
 def _stream_config(name: str, partitions: int, duplicate_window_s: float, replicas: int) -> dict[str, Any]:

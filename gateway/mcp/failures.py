@@ -19,6 +19,7 @@ from eventloom.errors import (
     EventValidationError,
     NodeNotRunningError,
     ReadModelUnavailableError,
+    StreamFullError,
     UntrustedTailError,
     WrongExpectedSeqError,
 )
@@ -93,6 +94,13 @@ def failure_of(exc: BaseException) -> ToolFailure:
             return ToolFailure("conflict", str(exc), "Ask an operator: see docs/operations.md, quarantine.")
         case ConcurrencyError():
             return ToolFailure("conflict", str(exc))
+        case StreamFullError():
+            return ToolFailure(
+                "unavailable",
+                str(exc),
+                "Ask an operator to make room (the message says how); a retry fails "
+                "until then. Nothing was appended.",
+            )
         case (
             MemoryUnavailableError()
             | NodeNotRunningError()
