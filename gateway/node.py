@@ -107,7 +107,8 @@ class Node:
         event_log: EventLog | None = None
         try:
             layout = await ensure_stream(client, settings)
-            self.mirror = LedgerMirror(client, layout, keys, settings.ledger_dir)
+            mirror_trouble = self.supervisor.reporter("ledger-mirror")
+            self.mirror = LedgerMirror(client, layout, keys, settings.ledger_dir, on_trouble=mirror_trouble)
             event_log = await EventLog.open(settings, url=self.url)
             roles: dict[str, Role] = {"ledger-mirror": lambda: self.mirror.run(stop)}  # type: ignore[union-attr]
             roles.update(worker_roles(event_log, stop, supervisor=self.supervisor))

@@ -3,9 +3,14 @@ the ledger's disk full, Neo4j stopped during projection. See docs/durability.md#
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
+import resource
+import signal
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,9 +18,12 @@ from mcp import Client
 
 from eventloom.bus.stream import jetstream_api
 from eventloom.errors import StreamFullError
+from eventloom.event import decode_event, encode_event
 from eventloom.log import EventLog
+from eventloom.runtime import RoleState, read_runtime
 from eventloom.settings import Settings
 from gateway.mcp.client import stdio_server, tool_caller
+from gateway.node_process import NodeProcess
 from tests.conftest import run_cli
 from tests.mcp_support import failure
 
@@ -71,9 +79,118 @@ def test_the_limit_setting_is_read_from_the_environment_and_checked(
     assert Settings.from_env(tmp_path).stream_max_bytes is None
     monkeypatch.setenv("EVENTLOOM_STREAM_MAX_BYTES", "1048576")
     settings = Settings.from_env(tmp_path)
-    assert settings.stream_max_bytes == 1048576 and settings.to_env()["EVENTLOOM_STREAM_MAX_BYTES"] == "1048576"
+    assert settings.stream_max_bytes == 1048576
+    assert settings.to_env()["EVENTLOOM_STREAM_MAX_BYTES"] == "1048576"
     monkeypatch.setenv("EVENTLOOM_STREAM_MAX_BYTES", "1GB")
     with pytest.raises(ValueError, match="EVENTLOOM_STREAM_MAX_BYTES"):
         Settings.from_env(tmp_path)
     with pytest.raises(ValueError, match="stream_max_bytes"):
         Settings(stream_max_bytes=-5)
+
+
+# --- the ledger's disk full ------------------------------------------------------------------------------
+
+
+def _ledger_lines(path: Path) -> list[bytes]:
+    data = path.read_bytes()
+    assert data.endswith(b"\n"), "a torn last line"
+    lines = data.splitlines()
+    for line in lines:
+        decode_event(line)  # every line a whole event
+    return lines
+
+
+def _mirror_state(settings: Settings) -> RoleState:
+    info = read_runtime(settings.runtime_file)
+    assert info is not None
+    return info.role_states.get("ledger-mirror", RoleState())
+
+
+async def _until(check: Callable[[], bool], what: str, timeout: float = 30) -> float:
+    """Seconds until `check()` holds."""
+    started = time.monotonic()
+    while not await asyncio.to_thread(check):
+        assert time.monotonic() - started < timeout, f"not within {timeout:g}s: {what}"
+        await asyncio.sleep(0.05)
+    return time.monotonic() - started
+
+
+async def _append(log: EventLog, first: int, count: int) -> None:
+    for index in range(first, first + count):
+        await log.append("ledgered", "note.taken", "tester", NOTE | {"n": index}, idempotency_key=f"k{index}")
+
+
+@pytest.mark.slow
+async def test_a_full_ledger_disk_stops_the_mirror_cleanly_and_it_resumes_when_space_returns(
+    tmp_path: Path,
+) -> None:
+    """The node runs under a real file-size limit (RLIMIT_FSIZE, set on its pid from outside, as `prlimit`
+    would): its ledger writes fail with EFBIG exactly as on a full disk, everything else goes on."""
+    settings = Settings(data_dir=tmp_path / "data", projectors="none", producers="none")
+    node = NodeProcess(settings)
+    info = await asyncio.to_thread(node.start, 30)
+    ledger = settings.ledger_dir / "ledgered.jsonl"
+    try:
+        async with await EventLog.open(settings, url=info.nats_url) as log:
+            await _append(log, 0, 60)
+            await _until(lambda: ledger.exists() and len(_ledger_lines(ledger)) == 60, "the mirror copies")
+            limit = ledger.stat().st_size + 1500  # room for one more event, not for what follows
+            resource.prlimit(node.pid, resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+            await _append(log, 60, 40)  # acknowledged: an append never waits for the ledger
+            detected = await _until(lambda: _mirror_state(settings).state == "failing", "failing shown")
+            await _until(lambda: (_mirror_state(settings).retry_in_s or 0) >= 1, "backing off", 10)
+
+            lines = _ledger_lines(ledger)  # cut back: whole events only, within the limit
+            assert 60 <= len(lines) < 100 and ledger.stat().st_size <= limit
+            state = _mirror_state(settings)
+            assert state.last_error and "File too large" in state.last_error
+            assert "acknowledges nothing" in state.last_error and str(settings.ledger_dir) in state.last_error
+            await _shows_failing(settings)
+
+            # nats-server, restarted by the node while the limit holds, must not inherit it
+            nats_pid = info.nats_pid
+            assert nats_pid is not None
+            os.kill(nats_pid, signal.SIGKILL)
+            await _until(lambda: _nats_pid(settings) not in (None, nats_pid), "nats-server restarted")
+            await _append(log, 100, 20)  # its store grows past the node's limit
+            assert _alive(_nats_pid(settings))
+
+            resource.prlimit(node.pid, resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+            resumed = await _until(lambda: len(_ledger_lines(ledger)) == 120, "the mirror resumes")
+            await _until(lambda: _mirror_state(settings).state == "running", "running shown", 10)
+            stream = [encode_event(event) async for event in log.events("ledgered")]
+            assert _ledger_lines(ledger) == stream and len(stream) == 120
+        verified = await asyncio.to_thread(run_cli, settings, "verify", "--json")
+        assert verified.returncode == 0 and json.loads(verified.stdout)["ok"] is True, verified.stdout
+        incidents = (settings.ledger_dir / "incidents.log").read_text()
+        assert "(started)" in incidents and "written again" in incidents
+        print(f"ledger full: failing shown {detected:.2f}s after the appends; caught up {resumed:.2f}s after")
+    finally:
+        await asyncio.to_thread(node.stop)
+
+
+async def _shows_failing(settings: Settings) -> None:
+    status = await asyncio.to_thread(run_cli, settings, "status", "--json")
+    assert status.returncode == 0, status.stderr
+    report = json.loads(status.stdout)
+    assert "File too large" in report["node"]["failing"]["ledger-mirror"]["last_error"]
+    assert any("cannot be written" in incident for incident in report["ledger_incidents"])
+    (mirror,) = [c for c in report["consumers"] if c["name"] == "ledger-mirror"]
+    assert mirror["lag"] > 0  # nothing acknowledged that is not in the ledger
+    health = await asyncio.to_thread(run_cli, settings, "health", "node")
+    assert health.returncode == 1 and "ledger-mirror" in health.stderr, health.stderr
+
+
+def _nats_pid(settings: Settings) -> int | None:
+    info = read_runtime(settings.runtime_file)
+    return info.nats_pid if info else None
+
+
+def _alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import ctypes
 import logging
+import resource
 import shutil
 import signal
 import socket
@@ -53,7 +54,12 @@ def _port_is_free(port: int) -> bool:
 
 
 def _die_with_parent() -> None:
-    """Linux: the server gets SIGKILL when the process that started it dies, even by kill -9."""
+    """Linux: the server gets SIGKILL when the process that started it dies, even by kill -9. And it does
+    not inherit a file-size limit the node runs under (RLIMIT_FSIZE, e.g. one that keeps the ledger in
+    bounds): nats-server would die of SIGXFSZ at the limit, where the node's writes just fail."""
+    with contextlib.suppress(OSError, ValueError):
+        _soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)

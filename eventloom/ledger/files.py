@@ -132,36 +132,76 @@ def read_tip(path: Path) -> ChainTip:
 
 
 class LedgerWriter:
-    """Appends encoded events to per-session files; `sync()` makes everything written so far durable."""
+    """Appends encoded events to per-session files; `sync()` makes everything written so far durable.
+
+    A write or sync that fails (a full disk: ENOSPC, EFBIG, EDQUOT) first cuts every file written since
+    the last sync back to its synced length, then raises: no torn or unsynced line is left for the retry
+    to append after. The files are written unbuffered, so no rest of a failed write waits in a buffer.
+    """
 
     def __init__(self, ledger_dir: Path) -> None:
         self.ledger_dir = ledger_dir
-        self._handles: dict[str, BinaryIO] = {}
+        self._handles: dict[str, int] = {}
+        self._synced: dict[str, int] = {}  # each open file's length at its last sync
         self._dirty: set[str] = set()
+        self.cut_bytes = 0  # what failed writes left behind and `cut_back` removed, all told
 
     def write(self, session: str, lines: list[bytes]) -> None:
         handle = self._handles.get(session)
         if handle is None:
             self.ledger_dir.mkdir(parents=True, exist_ok=True)
-            handle = open(ledger_path(self.ledger_dir, session), "ab")  # noqa: SIM115 - kept open across batches
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+            handle = os.open(ledger_path(self.ledger_dir, session), flags, 0o644)
             self._handles[session] = handle
-        handle.write(b"\n".join(lines) + b"\n")
+            self._synced[session] = os.fstat(handle).st_size
         self._dirty.add(session)
+        try:
+            _write_all(handle, b"\n".join(lines) + b"\n")
+        except OSError:
+            self.cut_back()
+            raise
 
     def sync(self) -> None:
+        try:
+            for session in self._dirty:
+                os.fsync(self._handles[session])
+            if self._dirty:
+                _fsync_dir(self.ledger_dir)
+        except OSError:
+            self.cut_back()  # after a failed fsync the pages' fate is unknown: they are written again
+            raise
         for session in self._dirty:
-            handle = self._handles[session]
-            handle.flush()
-            os.fsync(handle.fileno())
-        if self._dirty:
-            _fsync_dir(self.ledger_dir)
+            self._synced[session] = os.fstat(self._handles[session]).st_size
         self._dirty.clear()
 
+    def cut_back(self) -> int:
+        """Truncate every file written since the last sync to its synced length; the bytes removed."""
+        removed = 0
+        for session in sorted(self._dirty):
+            handle, keep = self._handles[session], self._synced[session]
+            removed += max(0, os.fstat(handle).st_size - keep)
+            os.ftruncate(handle, keep)  # shrinking needs no space, and no file-size limit forbids it
+            os.fsync(handle)
+            self._dirty.discard(session)
+        self.cut_bytes += removed
+        return removed
+
     def close(self) -> None:
-        self.sync()
-        for handle in self._handles.values():
-            handle.close()
-        self._handles.clear()
+        try:
+            self.sync()
+        finally:
+            for handle in self._handles.values():
+                os.close(handle)
+            self._handles.clear()
+            self._synced.clear()
+
+
+def _write_all(handle: int, data: bytes) -> None:
+    """os.write until all of `data` is written; a short write (the disk filled up mid-way) is followed by
+    one more, which raises the reason."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(handle, view) :]
 
 
 def _fsync_dir(directory: Path) -> None:

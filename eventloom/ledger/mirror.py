@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from eventloom.checks import EventChecker
 from eventloom.dlq import DeadLetter, dead_letter
 from eventloom.event import Event, decode_event, encode_event
 from eventloom.keys import Keyring, KeyStore, Signer
+from eventloom.ledger.disk_full import DiskFullWatch, TroubleListener, is_disk_full
 from eventloom.ledger.files import (
     LedgerWriter,
     ledger_path,
@@ -60,7 +62,9 @@ class LedgerMirror:
     """Keeps `<ledger_dir>/<session>.jsonl` equal to the stream, verifying chain and signature first.
 
     Lines are fsynced once per batch and only then acknowledged, so a crash loses nothing: what was not
-    acknowledged is redelivered, and a torn last line is cut on start and refetched from the stream.
+    acknowledged is redelivered, and a torn last line is cut on start and refetched from the stream. When
+    the ledger cannot grow (a full disk), what was partly written is cut back at once and the batch tried
+    again until it can (`eventloom.ledger.disk_full`); `on_trouble` hears why meanwhile.
     """
 
     def __init__(
@@ -72,6 +76,7 @@ class LedgerMirror:
         *,
         batch: int = 1000,
         consumer: str = MIRROR_CONSUMER,
+        on_trouble: TroubleListener | None = None,
     ) -> None:
         self._client = client
         self._layout = layout
@@ -98,6 +103,8 @@ class LedgerMirror:
         self._checker = EventChecker()
         self._signer: Signer | None = None
         self._manifest_at = float("-inf")
+        self.disk = DiskFullWatch(ledger_dir, on_trouble)
+        self._stop = asyncio.Event()
 
     async def start(self) -> None:
         """Repair torn tails, load every session's tip, report what the files lost against the signed
@@ -141,10 +148,17 @@ class LedgerMirror:
     def _write_manifest(self) -> None:
         if self._signer is None:
             return
-        write_manifest(self._ledger_dir, sign_manifest(self._tips, self._signer))
+        try:
+            write_manifest(self._ledger_dir, sign_manifest(self._tips, self._signer))
+        except OSError as exc:
+            if not is_disk_full(exc):
+                raise
+            log.warning("ledger: the manifest is not renewed while the disk is full: %s", exc.strerror)
+            return  # the old one names no more than the files hold; the next batch tries again
         self._manifest_at = time.monotonic()
 
     async def run(self, stop: asyncio.Event) -> None:
+        self._stop = stop
         await self.start()
         self.ready.set()
         try:
@@ -181,14 +195,29 @@ class LedgerMirror:
     async def _verify_and_write(self, incoming: list[_Incoming]) -> None:
         if not incoming:
             return
-        failures = await asyncio.to_thread(self._write_verified, incoming)
+        failures = await self._write(incoming)
         if any(item.unknown_key for item in failures):
             self._keyring = await asyncio.to_thread(self._keys.load_keyring)  # a key may have been added
             retry = [_Incoming(i.message, i.event) for i in failures if i.malformed is None]
             failures = [i for i in failures if i.malformed is not None]
-            failures += await asyncio.to_thread(self._write_verified, retry)
+            failures += await self._write(retry)
         for item in failures:
             await self._dead_letter(item)
+
+    async def _write(self, incoming: list[_Incoming]) -> list[_Incoming]:
+        """`_write_verified`, tried again while the disk is full (nothing is acknowledged meanwhile)."""
+        while True:
+            try:
+                failures = await asyncio.to_thread(self._write_verified, incoming)
+            except OSError as exc:
+                if not is_disk_full(exc) or self._stop.is_set():
+                    raise
+                wait = await self.disk.failed(exc, self._writer.cut_bytes)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), timeout=wait)
+                continue
+            await self.disk.written()
+            return failures
 
     def _write_verified(self, incoming: list[_Incoming]) -> list[_Incoming]:
         """Runs in a worker thread: the tips are only touched here while it runs."""
@@ -198,6 +227,7 @@ class LedgerMirror:
             [item.event for item in candidates if item.event], self._keyring
         )
         pending: dict[str, list[bytes]] = {}
+        before: dict[str, ChainTip | None] = {}  # each written session's tip before this batch
         for item, self_break in zip(candidates, self_checks, strict=True):
             event = item.event
             assert event is not None
@@ -216,13 +246,19 @@ class LedgerMirror:
                 item.error, item.unknown_key = exc.reason, exc.unknown_key
                 failures.append(item)
                 continue
+            before.setdefault(event.session, self._tips.get(event.session))
             self._tips[event.session] = new_tip
             pending.setdefault(event.session, []).append(item.message.data)
+        try:
+            for session, lines in pending.items():
+                self._writer.write(session, lines)
+            self._writer.sync()
+        except OSError:
+            _restore(self._tips, before)  # the writer cut the files back to these
+            raise
         for session, lines in pending.items():
-            self._writer.write(session, lines)
             self.stats.written += len(lines)
             self.stats.sessions.add(session)
-        self._writer.sync()
         if pending and time.monotonic() - self._manifest_at >= MANIFEST_EVERY_S:
             self._write_manifest()  # after the fsync: it never names more than the files hold
         return failures
@@ -279,6 +315,14 @@ def _decode(message: Msg, layout: StreamLayout) -> _Incoming:
     if layout.subject_for(event.session) != message.subject:
         return _Incoming(message, event, malformed=f"published on wrong subject {message.subject}")
     return _Incoming(message, event)
+
+
+def _restore(tips: dict[str, ChainTip], before: dict[str, ChainTip | None]) -> None:
+    for session, tip in before.items():
+        if tip is None:
+            tips.pop(session, None)
+        else:
+            tips[session] = tip
 
 
 def _recover_files(ledger_dir: Path) -> tuple[int, dict[str, ChainTip]]:
