@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import errno
 import json
 import os
 import resource
@@ -19,6 +20,8 @@ from mcp import Client
 from eventloom.bus.stream import jetstream_api
 from eventloom.errors import StreamFullError
 from eventloom.event import decode_event, encode_event
+from eventloom.ledger.disk_full import is_disk_full
+from eventloom.ledger.files import LedgerWriter
 from eventloom.log import EventLog
 from eventloom.runtime import RoleState, read_runtime
 from eventloom.settings import Settings
@@ -29,6 +32,7 @@ from tests.mcp_support import failure
 
 pytestmark = pytest.mark.anyio
 LIMIT = 64 * 1024
+UNLIMITED = resource.RLIM_INFINITY
 NOTE = {"text": "x" * 900}
 
 
@@ -134,14 +138,15 @@ async def test_a_full_ledger_disk_stops_the_mirror_cleanly_and_it_resumes_when_s
         async with await EventLog.open(settings, url=info.nats_url) as log:
             await _append(log, 0, 60)
             await _until(lambda: ledger.exists() and len(_ledger_lines(ledger)) == 60, "the mirror copies")
-            limit = ledger.stat().st_size + 1500  # room for one more event, not for what follows
-            resource.prlimit(node.pid, resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
-            await _append(log, 60, 40)  # acknowledged: an append never waits for the ledger
+            limit = ledger.stat().st_size + 100  # not room for one more event; other files are smaller
+            resource.prlimit(node.pid, resource.RLIMIT_FSIZE, (limit, UNLIMITED))
+            await _append(log, 60, 1)  # acknowledged: an append never waits for the ledger
             detected = await _until(lambda: _mirror_state(settings).state == "failing", "failing shown")
+            await _append(log, 61, 39)
             await _until(lambda: (_mirror_state(settings).retry_in_s or 0) >= 1, "backing off", 10)
 
             lines = _ledger_lines(ledger)  # cut back: whole events only, within the limit
-            assert 60 <= len(lines) < 100 and ledger.stat().st_size <= limit
+            assert len(lines) == 60 and ledger.stat().st_size <= limit
             state = _mirror_state(settings)
             assert state.last_error and "File too large" in state.last_error
             assert "acknowledges nothing" in state.last_error and str(settings.ledger_dir) in state.last_error
@@ -155,7 +160,7 @@ async def test_a_full_ledger_disk_stops_the_mirror_cleanly_and_it_resumes_when_s
             await _append(log, 100, 20)  # its store grows past the node's limit
             assert _alive(_nats_pid(settings))
 
-            resource.prlimit(node.pid, resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+            resource.prlimit(node.pid, resource.RLIMIT_FSIZE, (UNLIMITED, UNLIMITED))
             resumed = await _until(lambda: len(_ledger_lines(ledger)) == 120, "the mirror resumes")
             await _until(lambda: _mirror_state(settings).state == "running", "running shown", 10)
             stream = [encode_event(event) async for event in log.events("ledgered")]
@@ -164,7 +169,7 @@ async def test_a_full_ledger_disk_stops_the_mirror_cleanly_and_it_resumes_when_s
         assert verified.returncode == 0 and json.loads(verified.stdout)["ok"] is True, verified.stdout
         incidents = (settings.ledger_dir / "incidents.log").read_text()
         assert "(started)" in incidents and "written again" in incidents
-        print(f"ledger full: failing shown {detected:.2f}s after the appends; caught up {resumed:.2f}s after")
+        print(f"ledger full: failing shown {detected:.2f}s after an append; caught up {resumed:.2f}s after")
     finally:
         await asyncio.to_thread(node.stop)
 
@@ -194,3 +199,25 @@ def _alive(pid: int | None) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_a_write_that_hits_the_limit_is_cut_back_to_what_was_synced(tmp_path: Path) -> None:
+    writer = LedgerWriter(tmp_path)
+    writer.write("s", [b"a" * 99])
+    writer.sync()
+    path = tmp_path / "s.jsonl"
+    synced = path.stat().st_size
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (synced + 150, hard))  # this process: SIGXFSZ is ignored
+    try:
+        writer.write("s", [b"b" * 99])  # fits, not yet synced
+        with pytest.raises(OSError) as failed:
+            writer.write("s", [b"c" * 99])  # 50 bytes land, then EFBIG
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert failed.value.errno == errno.EFBIG and is_disk_full(failed.value)
+    assert path.read_bytes() == b"a" * 99 + b"\n"  # the unsynced line went too: the batch is retried whole
+    assert writer.cut_bytes == 150
+    writer.write("s", [b"b" * 99, b"c" * 99])
+    writer.close()
+    assert path.read_bytes().splitlines() == [b"a" * 99, b"b" * 99, b"c" * 99]
