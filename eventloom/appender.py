@@ -17,6 +17,7 @@ import nats.js.errors
 from nats.aio.client import Client
 from nats.js.kv import KeyValue
 
+from eventloom.bus.buckets import ensure_bucket
 from eventloom.bus.publish import publish_many
 from eventloom.bus.stream import StreamLayout
 from eventloom.errors import (
@@ -89,8 +90,10 @@ class Appender:
         max_attempts: int = 20,
         publish_timeout: float = 10.0,
         keys: KeyStore | None = None,
+        replicas: int = 1,
     ) -> None:
         self._client = client
+        self._replicas = replicas  # of the idempotency bucket, when this appender creates it
         self._tails = TailFinder(client, layout, keys)
         self._js = client.jetstream(timeout=publish_timeout)
         self._layout = layout
@@ -312,7 +315,9 @@ class Appender:
 
     async def _idempotency_kv(self) -> KeyValue:
         if self._kv is None:
-            self._kv = await self._js.create_key_value(bucket=IDEMPOTENCY_BUCKET, history=1)
+            self._kv = await ensure_bucket(
+                self._client, IDEMPOTENCY_BUCKET, replicas=self._replicas, js=self._js
+            )
         return self._kv
 
 

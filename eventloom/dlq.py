@@ -6,6 +6,7 @@ import msgspec
 import nats.js.errors
 from nats.aio.client import Client
 
+from eventloom.bus.buckets import ensure_bucket
 from eventloom.bus.consumer import read_stream
 from eventloom.bus.stream import DLQ_STREAM, DLQ_SUBJECT_ROOT
 from eventloom.event import utc_timestamp
@@ -57,7 +58,7 @@ async def request_retry(client: Client, consumer: str, stream_seqs: list[int] | 
     letters = [
         d for d in await list_dead_letters(client, consumer) if not stream_seqs or d.stream_seq in stream_seqs
     ]
-    bucket = await client.jetstream().create_key_value(bucket=RETRY_BUCKET, history=1)
+    bucket = await ensure_bucket(client, RETRY_BUCKET)  # a replicated node created it at its count
     for letter in letters:
         await bucket.put(f"{consumer}.{letter.stream_seq}", b"requested")
     return len(letters)
@@ -65,7 +66,7 @@ async def request_retry(client: Client, consumer: str, stream_seqs: list[int] | 
 
 async def take_retry_requests(client: Client, consumer: str) -> list[int]:
     """Stream seqs whose retry was requested for `consumer` (the requests are removed)."""
-    bucket = await client.jetstream().create_key_value(bucket=RETRY_BUCKET, history=1)
+    bucket = await ensure_bucket(client, RETRY_BUCKET)
     try:
         keys = await bucket.keys()  # nats-py's `filters` are substring matches; filter exactly here
     except nats.js.errors.NoKeysError:

@@ -27,7 +27,9 @@ class EventLog:
         self.layout = layout
         self.settings = settings
         self.signer = signer
-        self.appender = Appender(client, layout, signer, keys=KeyStore(settings.data_dir))
+        self.appender = Appender(
+            client, layout, signer, keys=KeyStore(settings.data_dir), replicas=settings.replicas
+        )
 
     @classmethod
     async def open(cls, settings: Settings, *, url: str | None = None, persistent: bool = True) -> EventLog:

@@ -19,6 +19,7 @@ import nats.js.errors
 from nats.aio.client import Client
 from nats.js.kv import KeyValue
 
+from eventloom.bus.buckets import ensure_bucket
 from eventloom.bus.stream import StreamLayout
 from eventloom.dlq import forget_dead_letter, list_dead_letters
 from eventloom.event import utc_timestamp
@@ -80,4 +81,4 @@ async def clear_quarantined(
 
 
 async def _bucket(client: Client) -> KeyValue:
-    return await client.jetstream().create_key_value(bucket=QUARANTINE_BUCKET, history=1)
+    return await ensure_bucket(client, QUARANTINE_BUCKET)  # a replicated node created it at its count

@@ -27,11 +27,22 @@ class RoleState(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     retry_in_s: float | None = None  # while failing: the backoff before the next restart
 
 
+class NatsServer(msgspec.Struct, frozen=True, kw_only=True):
+    """One nats-server the node started: its pid (while it runs), client URL and JetStream store."""
+
+    name: str
+    pid: int | None
+    url: str
+    store_dir: str
+    cluster_port: int | None = None  # a cluster member's route port
+
+
 class RuntimeInfo(msgspec.Struct, frozen=True, kw_only=True):
     pid: int
-    nats_url: str
+    nats_url: str  # with a cluster: every member's URL, comma-separated
     embedded: bool
     nats_pid: int | None = None
+    nats_servers: list[NatsServer] = msgspec.field(default_factory=list)  # every server the node started
     data_dir: str
     started_at: str
     roles: list[str] = msgspec.field(default_factory=list)

@@ -13,6 +13,13 @@ from eventloom.event import SESSION_PATTERN
 DEFAULT_PARTITIONS: Final = 16
 SYNC_POLICY = re.compile(r"^(always|default|\d+(ms|s|m))$")
 GRAPH_BACKENDS: Final = ("ladybug", "neo4j")
+DEFAULT_PROJECTOR_ACK_WAIT_S: Final = 5.0
+CLUSTER_SIZES: Final = (1, 3, 5)
+
+
+def default_replicas(cluster: int) -> int:
+    """Replicas when none are set: 3 in a cluster (each stream survives the loss of one server), else 1."""
+    return 3 if cluster > 1 else 1
 
 
 def _env_int(name: str, default: int) -> int:
@@ -49,7 +56,8 @@ class Settings:
     sync: str = "default"
     duplicate_window_s: float = 120.0
     stream: str = "EVENTLOOM"
-    replicas: int = 1
+    replicas: int = 1  # of the streams and buckets; from_env's default: 3 in a cluster, else 1
+    cluster: int = 1  # nats-servers the node starts on loopback when no nats_url is set: 1, 3 or 5
     # The event stream's size limit in bytes, at which appends are refused (never old events dropped); 0: no
     # limit; None: leave the stream's limit as it is (a process other than the node need not know it).
     stream_max_bytes: int | None = None
@@ -77,12 +85,19 @@ class Settings:
     heartbeat_interval_s: float = 2.0
     peer_suspect_after_s: float = 6.0
     peer_dead_after_s: float = 20.0
+    # Projector and producer workers (docs/operations.md#projector-failover): what a worker holds
+    # unacknowledged this long goes to another worker of its consumer; a live one keeps its batch alive.
+    projector_ack_wait_s: float = DEFAULT_PROJECTOR_ACK_WAIT_S
 
     def __post_init__(self) -> None:
         if not 1 <= self.partitions <= 1024:
             raise ValueError("partitions: must be between 1 and 1024")
         if not 1 <= self.replicas <= 5:
             raise ValueError("replicas: must be between 1 and 5 (JetStream's limit)")
+        if self.cluster not in CLUSTER_SIZES:
+            raise ValueError("cluster: must be 1 (one server), 3 or 5 (EVENTLOOM_CLUSTER, up --cluster)")
+        if self.cluster > 1 and not self.nats_url and self.replicas > self.cluster:
+            raise ValueError(f"replicas: {self.replicas} is more than the cluster's {self.cluster} servers")
         if self.stream_max_bytes is not None and self.stream_max_bytes < 0:
             raise ValueError(
                 "stream_max_bytes: must be 0 (no limit) or a size in bytes (EVENTLOOM_STREAM_MAX_BYTES)"
@@ -98,6 +113,10 @@ class Settings:
         if not SESSION_PATTERN.fullmatch(self.audit_session):
             raise ValueError("audit_session: must match ^[A-Za-z0-9_-]{1,128}$ (EVENTLOOM_AUDIT_SESSION)")
         self._check_peer_times()
+        if not self.projector_ack_wait_s >= 0.5:  # also refuses NaN; below that a busy worker loses its batch
+            raise ValueError(
+                "projector_ack_wait_s: must be at least 0.5 seconds (EVENTLOOM_PROJECTOR_ACK_WAIT_S)"
+            )
 
     def _check_peer_times(self) -> None:
         for name, value in (
@@ -120,13 +139,15 @@ class Settings:
         env_dir = os.environ.get("EVENTLOOM_DATA_DIR")
         tokens = os.environ.get("EVENTLOOM_TOKENS_FILE")
         interval = _env_float("EVENTLOOM_HEARTBEAT_INTERVAL_S", 2.0)  # the peer times default to multiples
+        cluster = _env_int("EVENTLOOM_CLUSTER", 1)
         return cls(
             data_dir=(data_dir or Path(env_dir or ".eventloom")).absolute(),
             nats_url=nats_url or os.environ.get("EVENTLOOM_NATS_URL") or None,
             partitions=_env_int("EVENTLOOM_PARTITIONS", DEFAULT_PARTITIONS),
             sync=os.environ.get("EVENTLOOM_SYNC", "default"),
             duplicate_window_s=float(_env_int("EVENTLOOM_DUPLICATE_WINDOW_S", 120)),
-            replicas=_env_int("EVENTLOOM_REPLICAS", 1),
+            replicas=_env_int("EVENTLOOM_REPLICAS", default_replicas(cluster)),
+            cluster=cluster,
             stream_max_bytes=_env_int("EVENTLOOM_STREAM_MAX_BYTES", 0)
             if os.environ.get("EVENTLOOM_STREAM_MAX_BYTES")
             else None,
@@ -153,6 +174,7 @@ class Settings:
             heartbeat_interval_s=interval,
             peer_suspect_after_s=_env_float("EVENTLOOM_PEER_SUSPECT_AFTER_S", 3 * interval),
             peer_dead_after_s=_env_float("EVENTLOOM_PEER_DEAD_AFTER_S", 10 * interval),
+            projector_ack_wait_s=_env_float("EVENTLOOM_PROJECTOR_ACK_WAIT_S", DEFAULT_PROJECTOR_ACK_WAIT_S),
         )
 
     def to_env(self) -> dict[str, str]:
@@ -163,6 +185,7 @@ class Settings:
             "EVENTLOOM_SYNC": self.sync,
             "EVENTLOOM_DUPLICATE_WINDOW_S": str(int(self.duplicate_window_s)),
             "EVENTLOOM_REPLICAS": str(self.replicas),
+            "EVENTLOOM_CLUSTER": str(self.cluster),
             "EVENTLOOM_STREAM_MAX_BYTES": "" if self.stream_max_bytes is None else str(self.stream_max_bytes),
             "EVENTLOOM_PROJECTORS": self.projectors,
             "EVENTLOOM_PRODUCERS": self.producers,
@@ -178,6 +201,7 @@ class Settings:
             "EVENTLOOM_HEARTBEAT_INTERVAL_S": repr(self.heartbeat_interval_s),
             "EVENTLOOM_PEER_SUSPECT_AFTER_S": repr(self.peer_suspect_after_s),
             "EVENTLOOM_PEER_DEAD_AFTER_S": repr(self.peer_dead_after_s),
+            "EVENTLOOM_PROJECTOR_ACK_WAIT_S": repr(self.projector_ack_wait_s),
         }
         if self.nats_url:
             env["EVENTLOOM_NATS_URL"] = self.nats_url

@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 
 from eventloom.bus.auth import authorization_block, ensure_passwords
+from eventloom.bus.cluster import LocalNats, describe_nats, local_nats, wait_for_jetstream
 from eventloom.bus.connection import connect, credentials_of
-from eventloom.bus.embedded import EmbeddedNats
 from eventloom.bus.heartbeat import HeartbeatPublisher, PeerWatcher
 from eventloom.bus.stream import ensure_stream
 from eventloom.event import utc_timestamp
@@ -21,6 +21,7 @@ from eventloom.ledger.mirror import LedgerMirror
 from eventloom.log import EventLog
 from eventloom.runtime import LOCK_NAME, NodeLock, RuntimeInfo, read_runtime, write_runtime
 from eventloom.settings import Settings
+from gateway.buckets import ensure_node_buckets
 from gateway.heartbeats import roles_heartbeat
 from gateway.memory_role import MEMORY_PROJECTORS, LiveReadModels
 from gateway.supervisor import Role, RoleSupervisor
@@ -69,7 +70,7 @@ class Node:
         self.settings = settings
         self.gateway = gateway
         self.http_url: str | None = None
-        self.embedded: EmbeddedNats | None = None
+        self.embedded: LocalNats | None = None  # the server(s) it started: one, or a cluster
         self.url: str | None = settings.nats_url
         self.ready = asyncio.Event()
         self.mirror: LedgerMirror | None = None
@@ -96,17 +97,15 @@ class Node:
         await asyncio.to_thread(keys.active_signer)  # generate the node's key on first start
         if self.url is None:
             passwords = await asyncio.to_thread(ensure_passwords, settings.data_dir)
-            self.embedded = EmbeddedNats(
-                settings.nats_dir,
-                settings.sync,
-                authorization=authorization_block(passwords, settings.stream),
-            )
+            self.embedded = local_nats(settings, authorization_block(passwords, settings.stream))
             self.url = await self.embedded.start()
             self.embedded.on_restart = self._record_runtime
         client = await connect(self.url, name="eventloom-node", credentials=credentials_of(settings))
         event_log: EventLog | None = None
         try:
+            await wait_for_jetstream(client)  # a cluster's members first elect a meta leader
             layout = await ensure_stream(client, settings)
+            await ensure_node_buckets(client, settings.replicas)
             mirror_trouble = self.supervisor.reporter("ledger-mirror")
             self.mirror = LedgerMirror(client, layout, keys, settings.ledger_dir, on_trouble=mirror_trouble)
             event_log = await EventLog.open(settings, url=self.url)
@@ -153,6 +152,7 @@ class Node:
             nats_url=self.url,
             embedded=self.embedded is not None,
             nats_pid=self.embedded.pid if self.embedded else None,
+            nats_servers=describe_nats(self.embedded) if self.embedded else [],
             data_dir=str(self.settings.data_dir),
             started_at=self.started_at,
             roles=["nats" if self.embedded else "nats-external", *self.roles],

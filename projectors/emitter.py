@@ -19,6 +19,7 @@ import msgspec
 import nats.js.errors
 from nats.js.kv import KeyValue
 
+from eventloom.bus.buckets import ensure_bucket
 from eventloom.bus.consumer import read_stream
 from eventloom.event import Event, decode_event
 from eventloom.log import EventLog
@@ -55,8 +56,9 @@ class ProducerProjection:
         self.skipped_citations = 0
 
     async def open(self) -> None:
-        js = self._log.client.jetstream()
-        self._fences = await js.create_key_value(bucket=FENCE_BUCKET, history=1)
+        self._fences = await ensure_bucket(
+            self._log.client, FENCE_BUCKET, replicas=self._log.settings.replicas
+        )
         if any(isinstance(p, ProcessProducer) for p in self._producers):
             bucket = await state_bucket(self._log)
             self._views = {

@@ -10,6 +10,7 @@ import msgspec
 import nats.js.errors
 from nats.js.kv import KeyValue
 
+from eventloom.bus.buckets import ensure_bucket
 from eventloom.bus.consumer import read_stream
 from eventloom.event import Event, decode_event
 from eventloom.log import EventLog
@@ -106,4 +107,4 @@ class StreamLogView:
 
 
 async def state_bucket(log: EventLog) -> KeyValue:
-    return await log.client.jetstream().create_key_value(bucket=STATE_BUCKET, history=1)
+    return await ensure_bucket(log.client, STATE_BUCKET, replicas=log.settings.replicas)

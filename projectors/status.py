@@ -14,10 +14,12 @@ import nats.js.errors
 from nats.aio.client import Client
 from nats.js.kv import KeyValue
 
+from eventloom.bus.buckets import ensure_bucket
 from eventloom.bus.stream import DLQ_STREAM, DLQ_SUBJECT_ROOT, StreamLayout, jetstream_api, subject_counts
 from eventloom.event import utc_timestamp
 
 STATS_BUCKET: Final = "EVENTLOOM_CONSUMER_STATS"
+STATS_TTL_S: Final = 3600
 _ROLES: Final = ("projector-", "producer-", "rebuild-", "ledger-mirror")
 
 
@@ -81,7 +83,7 @@ class StatsPublisher:
 
 
 async def _bucket(client: Client) -> KeyValue:
-    return await client.jetstream().create_key_value(bucket=STATS_BUCKET, history=1, ttl=3600)
+    return await ensure_bucket(client, STATS_BUCKET, ttl=STATS_TTL_S)  # a replicated node made it at R>1
 
 
 async def forget_consumer(client: Client, consumer: str) -> None:

@@ -26,6 +26,14 @@ def credentials_of(settings: Settings) -> NatsCredentials | None:
     return role_credentials(settings.data_dir, "admin")
 
 
+def server_urls(url: str) -> list[str]:
+    """The servers of a NATS URL: one, or a comma-separated list (a cluster's members)."""
+    urls = [part.strip() for part in url.split(",") if part.strip()]
+    if not urls:
+        raise NodeNotRunningError(f"no NATS server in the URL {url!r}")
+    return urls
+
+
 async def connect(
     url: str,
     *,
@@ -35,10 +43,13 @@ async def connect(
 ) -> Client:
     """Connect to NATS.
 
+    `url` may list several servers, comma-separated (a cluster's members): nats-py is given them as a list
+    (it does not split a string), connects to any one and fails over to the others.
     `persistent` connections (node roles, appenders) reconnect forever with a short wait, so a restarted
     server is picked up again; one-shot CLI connections fail fast with a clear message instead.
     """
     options: dict[str, Any] = {
+        "servers": server_urls(url),
         "name": name,
         "connect_timeout": 2,
         "allow_reconnect": persistent,
@@ -52,7 +63,7 @@ async def connect(
     if persistent:  # its first connect would retry a refusal forever: learn it from a one-shot first
         await _refused_or_not(url, options, credentials)
     try:
-        client: Client = await nats.connect(url, **options)
+        client: Client = await nats.connect(**options)
     except Exception as exc:
         _raise_refusal(exc, url, credentials)
         raise NodeNotRunningError(f"cannot reach NATS at {url}: {exc}") from exc
@@ -65,7 +76,7 @@ async def _refused_or_not(url: str, options: dict[str, Any], credentials: NatsCr
 
     probe = options | {"allow_reconnect": False, "max_reconnect_attempts": 0, "error_cb": quiet}
     try:
-        client = await nats.connect(url, **probe)
+        client = await nats.connect(**probe)
     except Exception as exc:
         _raise_refusal(exc, url, credentials)
         return  # not reachable yet: the persistent connection waits for it

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import json
 import logging
 import resource
 import shutil
@@ -12,7 +13,9 @@ import signal
 import socket
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 from eventloom.errors import EventloomError
 from eventloom.keys import atomic_write
@@ -20,6 +23,7 @@ from eventloom.keys import atomic_write
 log = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1
 _READY_TIMEOUT_S = 20.0
+HOLD_FILE = "hold"  # while <server dir>/hold exists, a dead server is not restarted (docs/operations.md)
 
 
 def nats_server_binary() -> Path:
@@ -65,13 +69,42 @@ def _die_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+@dataclass(frozen=True)
+class ClusterBlock:
+    """A server's `cluster {}` block: where it listens for routes, whom it routes to, and the route
+    credential every member shares (so no stranger can join the cluster as a route)."""
+
+    listen: str  # host:port
+    routes: tuple[str, ...]  # host:port of the other members
+    password: str = field(repr=False)
+    name: str = "eventloom"
+    user: str = "route"
+
+    def render(self) -> str:
+        auth = json.dumps({"user": self.user, "password": self.password})
+        secret = quote(self.password, safe="")
+        routes = ", ".join(f'"nats-route://{self.user}:{secret}@{route}"' for route in self.routes)
+        return (
+            f"cluster {{\n  name: {self.name}\n  listen: {self.listen}\n  authorization: {auth}\n"
+            f"  routes: [{routes}]\n}}\n"
+        )
+
+
 def server_config(
-    store_dir: Path, port: int, sync: str, host: str = "127.0.0.1", authorization: str = ""
+    store_dir: Path,
+    port: int,
+    sync: str,
+    host: str = "127.0.0.1",
+    authorization: str = "",
+    *,
+    server_name: str | None = None,
+    cluster: ClusterBlock | None = None,
 ) -> str:
     sync_line = "" if sync == "default" else f'  sync_interval: "{sync}"\n'
+    name_line = f"server_name: {server_name}\n" if server_name else ""
     return (
-        f'listen: {host}:{port}\nmax_payload: 4MB\njetstream {{\n  store_dir: "{store_dir}"\n{sync_line}}}\n'
-        + authorization
+        f'{name_line}listen: {host}:{port}\nmax_payload: 4MB\njetstream {{\n  store_dir: "{store_dir}"\n'
+        f"{sync_line}}}\n" + (cluster.render() if cluster else "") + authorization
     )
 
 
@@ -83,14 +116,26 @@ class EmbeddedNats:
     """
 
     def __init__(
-        self, nats_dir: Path, sync: str = "default", *, supervise: bool = True, authorization: str = ""
+        self,
+        nats_dir: Path,
+        sync: str = "default",
+        *,
+        supervise: bool = True,
+        authorization: str = "",
+        server_name: str | None = None,
+        cluster: ClusterBlock | None = None,
+        port: int = 0,
     ) -> None:
-        """`authorization`: the config's `authorization` block (`eventloom.bus.auth`); empty: open."""
+        """`authorization`: the config's `authorization` block (`eventloom.bus.auth`); empty: open.
+        `server_name` and `cluster`: a member of a cluster (`eventloom.bus.cluster`), whose client `port`
+        was chosen beforehand (0: the remembered one if free, else any)."""
         self.nats_dir = nats_dir
         self.sync = sync
         self.authorization = authorization
         self.supervise = supervise
-        self.port = 0
+        self.server_name = server_name
+        self.cluster = cluster
+        self.port = port
         self._process: asyncio.subprocess.Process | None = None
         self._watcher: asyncio.Task[None] | None = None
         self._stopping = False
@@ -105,14 +150,23 @@ class EmbeddedNats:
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
 
+    @property
+    def store_dir(self) -> Path:
+        return self.nats_dir / "store"
+
     async def start(self) -> str:
         await asyncio.to_thread(self.nats_dir.mkdir, parents=True, exist_ok=True)
         port_file = self.nats_dir / "port"
-        remembered = await asyncio.to_thread(_read_int, port_file)
-        self.port = free_port(remembered)
+        if not self.port:
+            self.port = free_port(await asyncio.to_thread(read_int, port_file))
         config_path = self.nats_dir / "nats.conf"
         config = server_config(
-            self.nats_dir / "store", self.port, self.sync, authorization=self.authorization
+            self.store_dir,
+            self.port,
+            self.sync,
+            authorization=self.authorization,
+            server_name=self.server_name,
+            cluster=self.cluster,
         )
         await asyncio.to_thread(atomic_write, config_path, config.encode(), mode=0o600)  # it holds passwords
         await asyncio.to_thread(port_file.write_text, f"{self.port}\n")
@@ -120,6 +174,10 @@ class EmbeddedNats:
         if self.supervise:
             self._watcher = asyncio.create_task(self._watch(config_path), name="nats-server-watch")
         return self.url
+
+    async def respawn(self) -> None:
+        """Start the server again on its config and store (after it died, when not supervised)."""
+        await self._spawn(self.nats_dir / "nats.conf")
 
     async def _spawn(self, config_path: Path) -> None:
         log_path = self.nats_dir / "nats-server.log"
@@ -162,6 +220,7 @@ class EmbeddedNats:
         while not self._stopping:
             assert self._process is not None
             await self._process.wait()
+            await self._while_held()
             if self._stopping:
                 return
             await asyncio.sleep(delay)
@@ -175,6 +234,12 @@ class EmbeddedNats:
             self.restarts += 1
             if self.on_restart is not None:
                 await self.on_restart()
+
+    async def _while_held(self) -> None:
+        """While `<dir>/hold` exists an operator (or a fault test) works on the store: wait for it to go."""
+        hold = self.nats_dir / HOLD_FILE
+        while not self._stopping and await asyncio.to_thread(hold.exists):  # noqa: ASYNC110 (a file, no event)
+            await asyncio.sleep(0.1)
 
     async def stop(self) -> None:
         self._stopping = True
@@ -193,7 +258,7 @@ class EmbeddedNats:
             await process.wait()
 
 
-def _read_int(path: Path) -> int | None:
+def read_int(path: Path) -> int | None:
     try:
         return int(path.read_text().strip())
     except (OSError, ValueError):

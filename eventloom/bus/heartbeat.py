@@ -23,6 +23,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js.kv import KeyValue
 
+from eventloom.bus.buckets import ensure_bucket
 from eventloom.bus.peers import (
     PEERS_BUCKET,
     PEERS_MAX_AGE_S,
@@ -107,6 +108,7 @@ class HeartbeatPublisher:
         self._lag: dict[str, int] | None = {} if lag is not None else None
         self._lag_asked_at: float | None = None
         self._bucket: KeyValue | None = None
+        self._replicas = settings.replicas
         self._failing = False
         self._version = package_version()
         self._host = socket.gethostname()
@@ -145,8 +147,8 @@ class HeartbeatPublisher:
         return True
 
     async def _open_bucket(self) -> KeyValue:
-        self._bucket = await self._client.jetstream().create_key_value(
-            bucket=PEERS_BUCKET, history=1, ttl=PEERS_MAX_AGE_S
+        self._bucket = await ensure_bucket(
+            self._client, PEERS_BUCKET, replicas=self._replicas, ttl=PEERS_MAX_AGE_S
         )
         return self._bucket
 

@@ -9,6 +9,7 @@ import msgspec
 import nats.errors
 from nats.aio.client import Client
 
+from eventloom.bus.replicas import replicas_error
 from eventloom.errors import EventloomError
 from eventloom.settings import Settings
 
@@ -78,7 +79,7 @@ async def ensure_stream(client: Client, settings: Settings) -> StreamLayout:
     if "error" in response and config.pop("allow_atomic", None):
         response = await jetstream_api(client, verb, config)  # servers before 2.12 lack atomic batches
     if "error" in response:
-        raise EventloomError(f"stream {name}: {response['error'].get('description')}")
+        raise replicas_error(client, f"stream {name}", replicas, response["error"])
     applied = response.get("config", {})
     await _ensure_dlq(client, replicas)
     return StreamLayout(name=name, partitions=partitions, atomic_batches=bool(applied.get("allow_atomic")))
@@ -127,6 +128,9 @@ def _stream_config(name: str, partitions: int, duplicate_window_s: float, replic
 
 
 async def _ensure_dlq(client: Client, replicas: int) -> None:
+    info = await jetstream_api(client, f"STREAM.INFO.{DLQ_STREAM}")
+    if "error" not in info:  # like the event stream: never scaled down
+        replicas = max(replicas, int(info["config"].get("num_replicas", 1)))
     config = {
         "name": DLQ_STREAM,
         "subjects": [f"{DLQ_SUBJECT_ROOT}.>"],
@@ -135,13 +139,12 @@ async def _ensure_dlq(client: Client, replicas: int) -> None:
         "num_replicas": replicas,
         "max_msg_size": _MAX_MSG_BYTES * 2,
     }
-    info = await jetstream_api(client, f"STREAM.INFO.{DLQ_STREAM}")
     if "error" not in info and not _differs(info["config"], config):
         return
     verb = "UPDATE" if "error" not in info else "CREATE"
     response = await _admin_api(client, f"STREAM.{verb}.{DLQ_STREAM}", config)
     if "error" in response:
-        raise EventloomError(f"stream {DLQ_STREAM}: {response['error'].get('description')}")
+        raise replicas_error(client, f"stream {DLQ_STREAM}", replicas, response["error"])
 
 
 def _differs(existing: dict[str, Any], wanted: dict[str, Any]) -> bool:

@@ -19,7 +19,7 @@ from eventloom.bus.stream import DLQ_STREAM, describe_stream, jetstream_api
 from eventloom.errors import EventloomError
 from eventloom.ledger.files import ledger_path, ledger_sessions, read_incidents, read_tip
 from eventloom.runtime import RoleState, read_runtime, resolve_nats_url
-from eventloom.settings import Settings
+from eventloom.settings import Settings, default_replicas
 from gateway.cli.common import (
     EXIT_FAILED,
     EXIT_INVALID,
@@ -68,14 +68,23 @@ def up(
         str | None,
         typer.Option("--http", help="Also serve MCP over HTTP at HOST:PORT, e.g. 127.0.0.1:8787"),
     ] = None,
+    replicas: Annotated[
+        int | None,
+        typer.Option(
+            help="Replicas of the streams and KV buckets, 1-5 (EVENTLOOM_REPLICAS; default 3 in a cluster, "
+            "else 1); an existing stream or bucket with more keeps them"
+        ),
+    ] = None,
+    cluster: Annotated[
+        int | None,
+        typer.Option(
+            help="Start 3 or 5 routed nats-servers on loopback instead of one (EVENTLOOM_CLUSTER; "
+            "development and tests)"
+        ),
+    ] = None,
 ) -> None:
-    settings = settings_of(ctx)
+    settings = _with_options(settings_of(ctx), sync=sync, replicas=replicas, cluster=cluster)
     listen = parse_listen(http) if http is not None else None
-    if sync is not None:
-        try:
-            settings = Settings(**{**settings.__dict__, "sync": sync})
-        except ValueError as exc:
-            fail(f"--{exc}", EXIT_INVALID)
     running = read_runtime(settings.runtime_file)
     # A file left by an unclean stop can name our own pid (PID 1 again in a restarted container).
     if running is not None and running.pid != os.getpid():
@@ -91,6 +100,18 @@ def up(
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     run(_run_node(settings, listen))
+
+
+def _with_options(
+    settings: Settings, *, sync: str | None, replicas: int | None, cluster: int | None
+) -> Settings:
+    changes: dict[str, object] = {"sync": sync, "replicas": replicas, "cluster": cluster}
+    if cluster is not None and replicas is None and not os.environ.get("EVENTLOOM_REPLICAS"):
+        changes["replicas"] = default_replicas(cluster)
+    try:
+        return Settings(**{**settings.__dict__, **{k: v for k, v in changes.items() if v is not None}})
+    except ValueError as exc:
+        fail(f"--{exc}", EXIT_INVALID)
 
 
 async def _run_node(settings: Settings, http: tuple[str, int] | None) -> None:
@@ -163,7 +184,8 @@ def status(
         f"node: {_node_line(node)}  nats: {report['nats_url']}\n"
         f"stream {stream['name']}: {stream['messages']} events, {stream['bytes']} bytes, "
         f"{stream['partitions']} partitions, last seq {stream['last_seq']}; "
-        f"dead letters: {report['dead_letters']} (refused as unverified: {report['refused']})"
+        f"dead letters: {report['dead_letters']} (refused as unverified: {report['refused']})\n"
+        f"{_replicas_line(stream)}"
     )
     table = Table("consumer", "lag", "lag s", "pending", "ack pending", "delivered", "refused")
     for consumer in report["consumers"]:
@@ -226,6 +248,8 @@ async def _status(settings: Settings) -> dict[str, Any]:
             "first_seq": state.get("first_seq", 0),
             "last_seq": state.get("last_seq", 0),
             "sessions": state.get("num_subjects", 0),
+            "replicas": int(info.get("config", {}).get("num_replicas", 1)),
+            "cluster": _cluster_of(info),
         },
         "consumers": [
             {
@@ -245,6 +269,28 @@ async def _status(settings: Settings) -> dict[str, Any]:
         "ledger": await asyncio.to_thread(_ledger_summary, settings),
         "ledger_incidents": await asyncio.to_thread(read_incidents, settings.ledger_dir),
     }
+
+
+def _cluster_of(info: dict[str, Any]) -> dict[str, Any] | None:
+    """Where the stream's replicas are: its leader and the other peers (None: not in a cluster)."""
+    cluster = info.get("cluster") or {}
+    if not cluster.get("leader") and not cluster.get("replicas"):
+        return None
+    peers = [
+        {"name": r.get("name"), "current": bool(r.get("current")), "lag": int(r.get("lag", 0))}
+        for r in cluster.get("replicas") or []
+    ]
+    return {"name": cluster.get("name"), "leader": cluster.get("leader"), "peers": peers}
+
+
+def _replicas_line(stream: dict[str, Any]) -> str:
+    cluster = stream["cluster"]
+    if cluster is None:
+        return f"replicas: {stream['replicas']}"
+    peers = ", ".join(
+        f"{p['name']} ({'current' if p['current'] else 'behind'}, lag {p['lag']})" for p in cluster["peers"]
+    )
+    return f"replicas: {stream['replicas']}, leader {cluster['leader'] or 'none'}; peers: {peers or 'none'}"
 
 
 def _node_line(node: dict[str, Any] | None) -> str:
