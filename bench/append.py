@@ -44,7 +44,7 @@ from common import CpuMeter, console, machine, progress_bar, server_binary_versi
 from nats.js.api import StorageType, StreamConfig
 
 from eventloom.bus.auth import NatsCredentials
-from eventloom.bus.connection import credentials_of
+from eventloom.bus.connection import credentials_of, server_urls
 from eventloom.event import ENVELOPE_VERSION, Event, encode_event, utc_timestamp
 from eventloom.ledger.files import ledger_path
 from eventloom.ledger.mirror import MIRROR_CONSUMER
@@ -152,7 +152,7 @@ async def raw_publish(
 ) -> float:
     """Acked messages per second of plain `js.publish_async` (no headers) to the BENCHRAW stream."""
     login = {"user": credentials.user, "password": credentials.password} if credentials else {}
-    nc = await nats.connect(url, name="bench-raw", **login)
+    nc = await nats.connect(server_urls(url), name="bench-raw", **login)  # one server or a comma list
     try:
         js = nc.jetstream(timeout=30, publish_async_max_pending=max_pending)
         config = StreamConfig(
