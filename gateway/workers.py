@@ -13,7 +13,7 @@ from projectors.emitter import ProducerProjection
 from projectors.graph.projector import GraphProjector
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available, load_producer, load_projector
 from projectors.protocol import Answers, Projector
-from projectors.runner import ProjectorRunner, TroubleListener
+from projectors.runner import ProjectorRunner, RunnerOptions, TroubleListener
 from readmodels.query.answers import serve_answers
 from readmodels.query.cypher_service import serve_cypher
 
@@ -26,6 +26,11 @@ def enabled_producers(settings: Settings) -> list[str]:
     return settings.enabled("producers", list(available(PRODUCERS_GROUP)))
 
 
+def worker_options(settings: Settings) -> RunnerOptions:
+    """A worker's options from the settings: its ack wait governs how soon another worker takes over."""
+    return RunnerOptions(ack_wait_s=settings.projector_ack_wait_s)
+
+
 def projector_runner(
     log: EventLog, name: str, partitions: list[int] | None, on_trouble: TroubleListener | None = None
 ) -> ProjectorRunner:
@@ -34,6 +39,7 @@ def projector_runner(
         log.layout,
         load_projector(name, log.settings),
         partitions=partitions,
+        options=worker_options(log.settings),
         keys=KeyStore(log.settings.data_dir),
         on_trouble=on_trouble,
     )
@@ -97,6 +103,7 @@ def producer_runner(log: EventLog, names: list[str], partitions: list[int] | Non
         log.layout,
         projection,
         partitions=partitions,
+        options=worker_options(log.settings),
         role="producer",
         keys=KeyStore(log.settings.data_dir),
     )

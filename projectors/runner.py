@@ -28,10 +28,12 @@ from eventloom.dlq import DeadLetter, dead_letter, forget_dead_letter, list_dead
 from eventloom.errors import ReadModelBrokenError, ReadModelUnavailableError
 from eventloom.event import Event, decode_event
 from eventloom.keys import KeyStore
+from eventloom.settings import DEFAULT_PROJECTOR_ACK_WAIT_S
 from eventloom.stages import StageTimes
 from eventloom.tail import event_at
 from eventloom.trust import UNVERIFIED, EventVerifier
 from projectors.batches import CheckedBatch, FetchedEvent, sort_batch
+from projectors.keepalive import InProgress
 from projectors.partitions import consumer_name
 from projectors.protocol import Idles, Profiled, Projector, Rebuildable, SkipsSessions
 from projectors.status import StatsPublisher
@@ -49,7 +51,9 @@ class RunnerOptions:
     max_deliver: int = 5
     backoff_s: Sequence[float] = (0.5, 2.0, 10.0, 30.0)
     fetch_timeout_s: float = 0.5
-    ack_wait_s: float = 60.0
+    ack_wait_s: float = DEFAULT_PROJECTOR_ACK_WAIT_S
+    """What this worker holds unacknowledged this long goes to another worker of its consumer (failover);
+    while alive it keeps its batch with in-progress acks (`projectors.keepalive`)."""
     unavailable_retry_s: Sequence[float] = (0.5, 1.0, 2.0, 5.0)
     retry_check_s: float = 5.0
 
@@ -114,6 +118,7 @@ class ProjectorRunner:
         self.in_order = role != "producer"  # producers are fenced per derivation; order does not matter
         self.stats = RunnerStats()
         self.ready = asyncio.Event()
+        self.in_progress = InProgress(self.options.ack_wait_s)
 
     async def run(self, stop: asyncio.Event) -> None:
         await self._with_store(self.projector.open)  # a read model that is down at start is waited for
@@ -125,12 +130,14 @@ class ProjectorRunner:
             await self._follow_swap()  # a swap may have happened while this worker was down
         self.ready.set()
         in_flight: asyncio.Task[None] | None = None
+        keepalive = asyncio.create_task(self.in_progress.run())
         try:
             while not stop.is_set():
                 with self.stats.stages.timed("fetch"):
                     messages = await self._consumer.fetch(
                         self.options.batch, timeout=self.options.fetch_timeout_s
                     )
+                self.in_progress.hold(messages)
                 # the next batch is decoded and verified while the previous one is written (the store
                 # writes on a thread of its own): the two halves of the work overlap
                 checked = await self._check(messages) if messages else None
@@ -138,7 +145,7 @@ class ProjectorRunner:
                     finishing, in_flight = in_flight, None
                     await finishing
                 if checked is not None:
-                    in_flight = asyncio.create_task(self._apply_and_report(checked))
+                    in_flight = asyncio.create_task(self._apply_and_report(checked, messages))
                 else:
                     await self._report_stats()
                     if isinstance(self.projector, Idles):
@@ -152,6 +159,7 @@ class ProjectorRunner:
             if in_flight is not None:
                 await in_flight  # the batch in hand is finished, and acknowledged, before stopping
         finally:
+            keepalive.cancel()
             if in_flight is not None and not in_flight.done():
                 in_flight.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -161,8 +169,11 @@ class ProjectorRunner:
             await self._consumer.close()
             await self.projector.close()
 
-    async def _apply_and_report(self, checked: CheckedBatch) -> None:
-        await self._apply_checked(checked)
+    async def _apply_and_report(self, checked: CheckedBatch, messages: list[Msg]) -> None:
+        try:
+            await self._apply_checked(checked)
+        finally:
+            self.in_progress.release(messages)
         await self._report_stats()
 
     async def _report_stats(self) -> None:
