@@ -7,9 +7,10 @@ import contextlib
 import hashlib
 import random
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from functools import partial
+from typing import Any, Final, TypeVar
 
 import msgspec
 import nats.errors
@@ -36,6 +37,7 @@ from eventloom.tail import MalformedMessageError, TailFinder, event_at, last_eve
 IDEMPOTENCY_BUCKET: Final = "EVENTLOOM_IDEMPOTENCY"
 WRONG_LAST_SEQUENCE: Final = 10071
 MAX_BATCH: Final = 1000  # the server's limit for one atomic batch
+_T = TypeVar("_T")
 _TRANSIENT = (
     nats.errors.TimeoutError,
     nats.errors.ConnectionClosedError,
@@ -274,10 +276,7 @@ class Appender:
         assert request.idempotency_key is not None
         kv = await self._idempotency_kv()
         kv_key = f"{writer.session}.{hashlib.sha256(request.idempotency_key.encode()).hexdigest()[:40]}"
-        try:
-            entry = await kv.get(kv_key)
-        except nats.js.errors.KeyNotFoundError:
-            entry = None
+        entry = await self._transient_retried(lambda: _recall(kv, kv_key))
         if entry is not None and entry.value:
             recorded = (await event_at(self._client, self._layout, int(entry.value))).event
             if recorded.session == writer.session:
@@ -307,11 +306,23 @@ class Appender:
             else:
                 writer.tail = _Tail(event.seq, event.hash, event.ts, int(ack.seq))
                 original = event
-            await _remember(kv, kv_key, int(ack.seq))
+            await self._transient_retried(partial(_remember, kv, kv_key, int(ack.seq)))
             return original
         if unavailable is not None:
             raise BusUnavailableError(f"NATS did not confirm the append: {unavailable!r}") from unavailable
         raise ConcurrencyError(f"session {writer.session}: gave up appending idempotency key after retries")
+
+    async def _transient_retried(self, operation: Callable[[], Awaitable[_T]]) -> _T:
+        """An idempotency-bucket read or write: a leader election in a cluster (a timeout, a reconnect) is
+        waited out, as for the publish itself."""
+        failure: Exception | None = None
+        for attempt in range(self._max_attempts):
+            try:
+                return await operation()
+            except _TRANSIENT as exc:
+                failure = exc
+                await _jitter(attempt, base=0.1)
+        raise BusUnavailableError(f"NATS did not answer for the idempotency bucket: {failure!r}") from failure
 
     async def _idempotency_kv(self) -> KeyValue:
         if self._kv is None:
@@ -342,6 +353,13 @@ def _check_expected(session: str, expected: int | None, actual: int) -> None:
     checked again, so a conflict is never missed."""
     if expected is not None and expected != actual:
         raise WrongExpectedSeqError(session, expected, actual)
+
+
+async def _recall(kv: KeyValue, key: str) -> KeyValue.Entry | None:
+    try:
+        return await kv.get(key)
+    except nats.js.errors.KeyNotFoundError:
+        return None
 
 
 async def _remember(kv: KeyValue, key: str, stream_seq: int) -> None:

@@ -45,6 +45,11 @@ class LocalCluster:
     def stop(self) -> None:
         self.node.stop()
 
+    def restart(self, timeout: float = 90.0) -> RuntimeInfo:
+        """The whole node and its servers stopped and started again on their stores and ports."""
+        self.stop()
+        return self.start(timeout)
+
     @property
     def url(self) -> str:
         """Every member's URL, comma-separated (what `connect` takes)."""

@@ -205,6 +205,23 @@ async def test_appends_are_acknowledged_while_the_stream_leader_is_killed_and_it
     assert [e.seq for e in acked] == list(range(1, 26))
 
 
+@pytest.mark.slow
+async def test_the_node_restarts_on_the_cluster_it_left(cluster: LocalCluster) -> None:
+    """Stopped and started again: the servers come back on their ports and stores, elect leaders for the
+    streams they hold, and the node waits for them (a leaderless stream leaves requests unanswered)."""
+    urls = cluster.url
+    settings = admin_settings(cluster)
+    async with await EventLog.open(settings, persistent=False) as log:
+        before = (await wait_replicas_current(log.client, settings.stream))["messages"]
+    info = await asyncio.to_thread(cluster.restart)
+    assert info.nats_url == urls
+    async with await EventLog.open(admin_settings(cluster), persistent=False) as log:
+        after = await wait_replicas_current(log.client, settings.stream, timeout=60)
+        assert after["messages"] == before and after["num_replicas"] == 3
+        again = await log.append("failover", "note.added", "agent:test", {"n": 0}, idempotency_key="k0")
+        assert again.seq == 1  # the idempotency bucket survived the restart too
+
+
 def test_more_replicas_than_one_server_fails_with_a_clear_error(
     nats_server: NatsServer, tmp_path: Path
 ) -> None:

@@ -20,6 +20,7 @@ import nats.errors
 from nats.aio.client import Client
 
 from eventloom.bus.embedded import ClusterBlock, EmbeddedNats, free_port, read_int
+from eventloom.bus.replicas import server_count
 from eventloom.errors import EventloomError
 from eventloom.keys import atomic_write
 from eventloom.runtime import NatsServer
@@ -27,7 +28,7 @@ from eventloom.settings import Settings
 
 CLUSTER_SIZES: Final = (3, 5)
 ROUTE_SECRET_FILE: Final = "route-secret"  # noqa: S105 (a file name)
-_META_LEADER_TIMEOUT_S: Final = 30.0
+_META_LEADER_TIMEOUT_S: Final = 60.0
 
 
 def member_names(size: int) -> list[str]:
@@ -158,22 +159,36 @@ def describe_server(server: EmbeddedNats) -> NatsServer:
 
 
 async def wait_for_jetstream(client: Client, timeout: float = _META_LEADER_TIMEOUT_S) -> None:
-    """Until JetStream answers: in a cluster, once its members have elected a meta leader."""
+    """Until JetStream answers: in a cluster, once its members have elected a meta leader and every stream
+    already there a leader of its own (after a restart a leaderless stream drops requests unanswered)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    await _until_answered(client, "INFO", deadline)
+    if server_count(client) <= 1:
+        return
+    names = await _until_answered(client, "STREAM.NAMES", deadline)
+    for stream in names.get("streams") or []:
+        await _until_answered(client, f"STREAM.INFO.{stream}", deadline, need_leader=True)
+
+
+async def _until_answered(
+    client: Client, verb: str, deadline: float, *, need_leader: bool = False
+) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
     last = "no answer"
     while loop.time() < deadline:
-        try:  # a short wait: a member without a meta leader may not answer at all
-            reply = await client.request("$JS.API.INFO", b"", timeout=1.0)
+        try:  # a short wait: a member without a leader may not answer at all
+            reply = await client.request(f"$JS.API.{verb}", b"", timeout=1.0)
             info: dict[str, Any] = msgspec.json.decode(reply.data)
         except (nats.errors.TimeoutError, nats.errors.NoRespondersError) as exc:
             last = repr(exc)
         else:
-            if "error" not in info:
-                return
-            last = str(info["error"].get("description"))
+            if "error" not in info and (not need_leader or (info.get("cluster") or {}).get("leader")):
+                return info
+            last = str(info.get("error", {}).get("description", "no leader yet"))
         await asyncio.sleep(0.2)
-    raise EventloomError(f"JetStream did not become available within {timeout:g}s (no meta leader?): {last}")
+    raise EventloomError(
+        f"JetStream {verb}: no answer with a leader in time (cluster still electing?): {last}"
+    )
 
 
 LocalNats = EmbeddedNats | NatsCluster
