@@ -14,7 +14,11 @@ DEFAULT_PARTITIONS: Final = 16
 SYNC_POLICY = re.compile(r"^(always|default|\d+(ms|s|m))$")
 GRAPH_BACKENDS: Final = ("ladybug", "neo4j")
 DEFAULT_PROJECTOR_ACK_WAIT_S: Final = 5.0
+DEFAULT_PROJECTOR_LEASE_S: Final = 3.0
 CLUSTER_SIZES: Final = (1, 3, 5)
+DEFAULT_LADYBUG_BUFFER_POOL_MB: Final = 2048
+"""Per LadybugDB database. The engine's default (80 % of memory) costs ~2 MB resident per GiB of pool in
+page bookkeeping at open (~37 MB a database on 24 GB); 2 GiB held bench/project.py's 100,000 events."""
 
 
 def default_replicas(cluster: int) -> int:
@@ -88,6 +92,15 @@ class Settings:
     # Projector and producer workers (docs/operations.md#projector-failover): what a worker holds
     # unacknowledged this long goes to another worker of its consumer; a live one keeps its batch alive.
     projector_ack_wait_s: float = DEFAULT_PROJECTOR_ACK_WAIT_S
+    # Memory bounds (docs/operations.md#memory): each LadybugDB database's buffer pool in MiB (0: the
+    # engine's default, 80 % of the machine's memory), glibc malloc arenas (0: glibc's default, 8 per core)
+    # and how often the node hands freed memory back to the system (0: never).
+    ladybug_buffer_pool_mb: int = DEFAULT_LADYBUG_BUFFER_POOL_MB
+    malloc_arenas: int = 2
+    memory_trim_s: float = 30.0
+    # One worker of a projector consumer applies, the others stand by; a holder silent this long is
+    # taken over (docs/operations.md#projector-failover).
+    projector_lease_s: float = DEFAULT_PROJECTOR_LEASE_S
 
     def __post_init__(self) -> None:
         if not 1 <= self.partitions <= 1024:
@@ -113,10 +126,24 @@ class Settings:
         if not SESSION_PATTERN.fullmatch(self.audit_session):
             raise ValueError("audit_session: must match ^[A-Za-z0-9_-]{1,128}$ (EVENTLOOM_AUDIT_SESSION)")
         self._check_peer_times()
+        self._check_memory_bounds()
         if not self.projector_ack_wait_s >= 0.5:  # also refuses NaN; below that a busy worker loses its batch
             raise ValueError(
                 "projector_ack_wait_s: must be at least 0.5 seconds (EVENTLOOM_PROJECTOR_ACK_WAIT_S)"
             )
+        if not self.projector_lease_s > 0:  # also refuses NaN
+            raise ValueError("projector_lease_s: must be more than 0 seconds (EVENTLOOM_PROJECTOR_LEASE_S)")
+
+    def _check_memory_bounds(self) -> None:
+        if not 0 <= self.ladybug_buffer_pool_mb <= 1 << 22:
+            raise ValueError(
+                "ladybug_buffer_pool_mb: must be 0 (the engine's default) or a size in MiB "
+                "(EVENTLOOM_LADYBUG_BUFFER_POOL_MB)"
+            )
+        if not 0 <= self.malloc_arenas <= 1024:
+            raise ValueError("malloc_arenas: must be 0 (glibc's default) to 1024 (EVENTLOOM_MALLOC_ARENAS)")
+        if not self.memory_trim_s >= 0:  # also refuses NaN
+            raise ValueError("memory_trim_s: must be 0 (never) or more seconds (EVENTLOOM_MEMORY_TRIM_S)")
 
     def _check_peer_times(self) -> None:
         for name, value in (
@@ -175,6 +202,12 @@ class Settings:
             peer_suspect_after_s=_env_float("EVENTLOOM_PEER_SUSPECT_AFTER_S", 3 * interval),
             peer_dead_after_s=_env_float("EVENTLOOM_PEER_DEAD_AFTER_S", 10 * interval),
             projector_ack_wait_s=_env_float("EVENTLOOM_PROJECTOR_ACK_WAIT_S", DEFAULT_PROJECTOR_ACK_WAIT_S),
+            ladybug_buffer_pool_mb=_env_int(
+                "EVENTLOOM_LADYBUG_BUFFER_POOL_MB", DEFAULT_LADYBUG_BUFFER_POOL_MB
+            ),
+            malloc_arenas=_env_int("EVENTLOOM_MALLOC_ARENAS", 2),
+            memory_trim_s=_env_float("EVENTLOOM_MEMORY_TRIM_S", 30.0),
+            projector_lease_s=_env_float("EVENTLOOM_PROJECTOR_LEASE_S", DEFAULT_PROJECTOR_LEASE_S),
         )
 
     def to_env(self) -> dict[str, str]:
@@ -202,6 +235,10 @@ class Settings:
             "EVENTLOOM_PEER_SUSPECT_AFTER_S": repr(self.peer_suspect_after_s),
             "EVENTLOOM_PEER_DEAD_AFTER_S": repr(self.peer_dead_after_s),
             "EVENTLOOM_PROJECTOR_ACK_WAIT_S": repr(self.projector_ack_wait_s),
+            "EVENTLOOM_LADYBUG_BUFFER_POOL_MB": str(self.ladybug_buffer_pool_mb),
+            "EVENTLOOM_MALLOC_ARENAS": str(self.malloc_arenas),
+            "EVENTLOOM_MEMORY_TRIM_S": repr(self.memory_trim_s),
+            "EVENTLOOM_PROJECTOR_LEASE_S": repr(self.projector_lease_s),
         }
         if self.nats_url:
             env["EVENTLOOM_NATS_URL"] = self.nats_url

@@ -19,6 +19,7 @@ from eventloom.event import utc_timestamp
 from eventloom.keys import KeyStore
 from eventloom.ledger.mirror import LedgerMirror
 from eventloom.log import EventLog
+from eventloom.malloc import limit_arenas, trim_periodically
 from eventloom.runtime import LOCK_NAME, NodeLock, RuntimeInfo, read_runtime, write_runtime
 from eventloom.settings import Settings
 from gateway.buckets import ensure_node_buckets
@@ -93,6 +94,7 @@ class Node:
 
     async def _run(self, stop: asyncio.Event) -> None:
         settings = self.settings
+        limit_arenas(settings.malloc_arenas)  # before the roles start their threads
         keys = KeyStore(settings.data_dir)
         await asyncio.to_thread(keys.active_signer)  # generate the node's key on first start
         if self.url is None:
@@ -121,8 +123,12 @@ class Node:
                 client, settings, role="node", roles=self.roles, producers=producers
             )
             self.peers = PeerWatcher(client, settings, own_id=self.heartbeat.id)
-            async with self.heartbeat.running(), self.peers.running():
-                await self.supervisor.run(roles, stop)
+            trimming = asyncio.create_task(trim_periodically(stop, settings.memory_trim_s))
+            try:
+                async with self.heartbeat.running(), self.peers.running():
+                    await self.supervisor.run(roles, stop)
+            finally:
+                trimming.cancel()
         finally:
             with contextlib.suppress(OSError):
                 await asyncio.to_thread(settings.runtime_file.unlink)

@@ -25,7 +25,7 @@ from projectors.plugins import PluginContext
 from readmodels.backends import neo4j_keyword_store, neo4j_store, neo4j_vector_store
 from readmodels.documents import EventDocs
 from readmodels.embedded.graph_bulk import LadybugBulkLoader
-from readmodels.embedded.graph_store import LadybugGraphStore
+from readmodels.embedded.graph_store import LadybugGraphStore, ladybug_buffer_pool
 from readmodels.embedded.inferred_store import SqliteInferredStore
 from readmodels.embedded.keyword_store import SqliteKeywordStore
 from readmodels.embedded.vector_store import SqliteVectorStore
@@ -47,8 +47,11 @@ class EmbeddedGraphProjector(GraphProjector[LadybugGraphStore]):
     def __init__(self, context: PluginContext) -> None:
         self.generations = Generations(context.state_dir)
         self.generation = 0
+        self._buffer_pool_size = ladybug_buffer_pool(context.settings)
         super().__init__(
-            LadybugGraphStore(self._database()), name=context.name, skipped_sessions=context.memory_skips
+            LadybugGraphStore(self._database(), buffer_pool_size=self._buffer_pool_size),
+            name=context.name,
+            skipped_sessions=context.memory_skips,
         )
 
     def _database(self) -> Path:
@@ -57,7 +60,7 @@ class EmbeddedGraphProjector(GraphProjector[LadybugGraphStore]):
         return directory / GRAPH_DATABASE
 
     async def open(self) -> None:
-        self.store = LadybugGraphStore(self._database())
+        self.store = LadybugGraphStore(self._database(), buffer_pool_size=self._buffer_pool_size)
         await super().open()
 
 

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import ladybug
 
+from eventloom.settings import Settings
 from eventloom.stages import StageTimes
 from readmodels.embedded.graph_schema import apply_migrations, typed_rel_ddl
 from readmodels.embedded.graph_writes import write_plan
@@ -50,7 +51,15 @@ DEFAULT_BUFFER_POOL_SIZE = 0
 """LadybugDB's own default (80 % of the machine's memory). A bound of 1 GiB made writes fail ("the buffer
 pool is full") at ~70,000 events of bench/project.py's load, and 2 GiB held at 100,000 but with a resident
 size near the bound: the engine keeps more than the data in its pool (primary-key indexes, versions not yet
-checkpointed), so a bound must grow with the graph; the engine's default does."""
+checkpointed), so a bound must grow with the graph. The node's stores take `ladybug_buffer_pool(settings)`
+(`EVENTLOOM_LADYBUG_BUFFER_POOL_MB`): the engine's default also costs ~2 MB resident per GiB of pool."""
+
+
+def ladybug_buffer_pool(settings: Settings) -> int:
+    """The buffer pool of each of the node's LadybugDB databases, in bytes (0: the engine's default)."""
+    return settings.ladybug_buffer_pool_mb * 1024 * 1024
+
+
 _WRITE_REFUSED = "read-only transaction"
 
 

@@ -13,6 +13,7 @@ pack's package stays light to import.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Final, Protocol
 
 from eventloom.errors import EventloomError
@@ -70,5 +71,7 @@ def claims_projector(context: PluginContext) -> ClaimsProjector | InPlaceClaimsP
         store: ClearableClaimsStore = neo4j_claims_store(context.settings)
         return InPlaceClaimsProjector(context.name, store, changes, context.memory_skips)
     from gateway.packs.claims.ladybug_store import LadybugClaimsStore  # noqa: PLC0415
+    from readmodels.embedded.graph_store import ladybug_buffer_pool  # noqa: PLC0415
 
-    return ClaimsProjector(context, DATABASE, LadybugClaimsStore, changes)
+    pool = ladybug_buffer_pool(context.settings)
+    return ClaimsProjector(context, DATABASE, partial(LadybugClaimsStore, buffer_pool_size=pool), changes)

@@ -41,7 +41,11 @@ from gateway.packs.workflow.reads import (
     ToolCallView,
 )
 from readmodels.embedded.graph_schema import apply_migrations
-from readmodels.embedded.graph_store import DEFAULT_CHECKPOINT_THRESHOLD, IDLE_CHECKPOINT_BYTES
+from readmodels.embedded.graph_store import (
+    DEFAULT_BUFFER_POOL_SIZE,
+    DEFAULT_CHECKPOINT_THRESHOLD,
+    IDLE_CHECKPOINT_BYTES,
+)
 from readmodels.embedded.ladybug_io import rollback, run_rows
 from readmodels.graph.cypher.io import Execute
 from readmodels.graph.protocol import GraphStoreError
@@ -52,8 +56,9 @@ T = TypeVar("T")
 class LadybugWorkflowStore:
     """The workflow read model on an embedded LadybugDB database at `path` (created on first open)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, buffer_pool_size: int = DEFAULT_BUFFER_POOL_SIZE) -> None:
         self.db_path = Path(path)
+        self._buffer_pool_size = buffer_pool_size
         self._db: ladybug.Database | None = None
         self._connection: ladybug.Connection | None = None
         self._thread: ThreadPoolExecutor | None = None
@@ -77,7 +82,11 @@ class LadybugWorkflowStore:
 
     def _open_sync(self) -> None:
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = ladybug.Database(str(self.db_path), checkpoint_threshold=DEFAULT_CHECKPOINT_THRESHOLD)
+        self._db = ladybug.Database(
+            str(self.db_path),
+            buffer_pool_size=self._buffer_pool_size,
+            checkpoint_threshold=DEFAULT_CHECKPOINT_THRESHOLD,
+        )
         self._connection = ladybug.Connection(self._db)
         self.migrations_applied = apply_migrations(self._execute, schema_plan())
 

@@ -13,6 +13,7 @@ pack's package stays light to import.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Final, Protocol
 
 from eventloom.errors import EventloomError
@@ -70,5 +71,7 @@ def workflow_projector(context: PluginContext) -> WorkflowProjector | InPlaceWor
         store: ClearableWorkflowStore = neo4j_workflow_store(context.settings)
         return InPlaceWorkflowProjector(context.name, store, changes, context.memory_skips)
     from gateway.packs.workflow.ladybug_store import LadybugWorkflowStore  # noqa: PLC0415
+    from readmodels.embedded.graph_store import ladybug_buffer_pool  # noqa: PLC0415
 
-    return WorkflowProjector(context, DATABASE, LadybugWorkflowStore, changes)
+    pool = ladybug_buffer_pool(context.settings)
+    return WorkflowProjector(context, DATABASE, partial(LadybugWorkflowStore, buffer_pool_size=pool), changes)

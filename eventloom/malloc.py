@@ -1,0 +1,59 @@
+"""Handing freed memory back to the system: fewer glibc arenas, and a periodic `malloc_trim`.
+
+A node runs many threads (LadybugDB's and SQLite's writers and readers, the embedder, asyncio's executor),
+and glibc gives each contending thread its own 64 MiB arena. What a burst of events allocates in them
+(decoded batches, query results, embeddings) is freed, but stays resident: an arena only shrinks from its
+top, and a few live chunks pin the rest. After a 20,000-event burst that was ~180 MB of a node's resident
+memory (docs/benchmarks.md, "Issue 23: memory"). Two arenas and a trim every half minute keep it near
+what is live. Elsewhere than glibc (musl, macOS) both are no-ops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import ctypes.util
+import logging
+from functools import cache
+
+log = logging.getLogger(__name__)
+_M_ARENA_MAX = -8  # glibc's malloc.h
+
+
+@cache
+def _glibc() -> ctypes.CDLL | None:
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        libc = ctypes.CDLL(name)
+        libc.gnu_get_libc_version  # noqa: B018 (only glibc has it)
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+def limit_arenas(arenas: int) -> bool:
+    """At most `arenas` malloc arenas from now on (0: glibc's default); True if glibc took the setting."""
+    libc = _glibc()
+    if libc is None or arenas <= 0:
+        return False
+    return bool(libc.mallopt(_M_ARENA_MAX, arenas))
+
+
+def trim() -> bool:
+    """Return the free memory of every arena to the system; True if glibc released some."""
+    libc = _glibc()
+    return libc is not None and bool(libc.malloc_trim(0))
+
+
+async def trim_periodically(stop: asyncio.Event, interval_s: float) -> None:
+    """`trim` every `interval_s` seconds (in a thread: it walks every arena) until `stop` is set."""
+    if interval_s <= 0 or _glibc() is None:
+        return
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=interval_s)
+        if not stop.is_set():
+            await asyncio.to_thread(trim)
