@@ -11,13 +11,16 @@ import os
 import resource
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import nats.js.errors
 import pytest
 from mcp import Client
 
 from eventloom.bus.stream import jetstream_api
+from eventloom.dlq import list_dead_letters
 from eventloom.errors import StreamFullError
 from eventloom.event import decode_event, encode_event
 from eventloom.ledger.disk_full import is_disk_full
@@ -27,8 +30,15 @@ from eventloom.runtime import RoleState, read_runtime
 from eventloom.settings import Settings
 from gateway.mcp.client import stdio_server, tool_caller
 from gateway.node_process import NodeProcess
+from projectors.graph.rebuild_neo4j import rebuild_neo4j_from_stream
+from readmodels.neo4j.graph_store import Neo4jGraphStore
 from tests.conftest import run_cli
 from tests.mcp_support import failure
+from tests.test_graph_rebuild import story
+from tests.test_graph_support import dump
+
+if TYPE_CHECKING:
+    from readmodels.neo4j.local import LocalNeo4j
 
 pytestmark = pytest.mark.anyio
 LIMIT = 64 * 1024
@@ -182,7 +192,7 @@ async def _shows_failing(settings: Settings) -> None:
     assert any("cannot be written" in incident for incident in report["ledger_incidents"])
     (mirror,) = [c for c in report["consumers"] if c["name"] == "ledger-mirror"]
     assert mirror["lag"] > 0  # nothing acknowledged that is not in the ledger
-    health = await asyncio.to_thread(run_cli, settings, "health", "node")
+    health = await asyncio.to_thread(run_cli, settings, "health", "ledger")  # compose's healthcheck
     assert health.returncode == 1 and "ledger-mirror" in health.stderr, health.stderr
 
 
@@ -221,3 +231,86 @@ def test_a_write_that_hits_the_limit_is_cut_back_to_what_was_synced(tmp_path: Pa
     writer.write("s", [b"b" * 99, b"c" * 99])
     writer.close()
     assert path.read_bytes().splitlines() == [b"a" * 99, b"b" * 99, b"c" * 99]
+
+
+# --- Neo4j stopped during projection ---------------------------------------------------------------------
+
+
+def _role(settings: Settings, role: str) -> RoleState:
+    info = read_runtime(settings.runtime_file)
+    assert info is not None
+    return info.role_states.get(role, RoleState())
+
+
+async def _pending(log: EventLog, consumer: str) -> int:
+    """What `consumer` has not acknowledged (-1 until the projector has opened its store and consumer)."""
+    try:
+        info = await log.client.jetstream().consumer_info(log.layout.name, consumer)
+    except nats.js.errors.NotFoundError:
+        return -1
+    return int(info.num_pending or 0) + int(info.num_ack_pending or 0)
+
+
+@pytest.mark.slow
+async def test_neo4j_stopped_during_projection_shows_failing_and_resumes_to_a_clean_rebuild(
+    settings: Settings, neo4j_restartable: LocalNeo4j
+) -> None:
+    """A Neo4j of the test's own (the session's shared one goes on serving the other tests), a node whose
+    graph projector writes to it, on the test's NATS (so the stream outlives the node for the rebuild)."""
+    endpoint = neo4j_restartable.endpoint
+    graph = dataclasses.replace(
+        settings, graph_backend="neo4j", neo4j_uri=endpoint.uri, neo4j_user=endpoint.user,
+        neo4j_password=endpoint.password, embedder="hash", projectors="graph", producers="none",
+    )  # fmt: skip
+    node = NodeProcess(graph)
+    await asyncio.to_thread(node.start, 60)
+    consumer = "projector-graph"
+    try:
+        async with await EventLog.open(graph) as log:
+            await log.append_many(story("a"))
+            await _until_async(lambda: _pending(log, consumer), "the graph projector catches up")
+            await asyncio.to_thread(neo4j_restartable.kill)  # stopped as a crash would, at once
+            await log.append_many(story("b") + story("a"))  # acknowledged while Neo4j is down
+            detected = await _until(lambda: _role(graph, "projector:graph").state == "failing", "failing", 90)
+            state = _role(graph, "projector:graph")
+            assert state.last_error and "unavailable" in state.last_error and state.retry_in_s is not None
+            await _graph_shows_failing(graph)
+            assert await _pending(log, consumer) > 0  # nothing acknowledged, nothing dead-lettered
+            assert await list_dead_letters(log.client, consumer) == []
+
+            await asyncio.to_thread(neo4j_restartable.start)
+            running = await _until(lambda: _role(graph, "projector:graph").state == "running", "running", 90)
+            resumed = running + await _until_async(lambda: _pending(log, consumer), "the projector resumes")
+            assert await list_dead_letters(log.client, consumer) == []
+    finally:
+        await asyncio.to_thread(node.stop)
+    print(
+        f"neo4j down: failing {detected:.1f}s after the appends; once it answers again, running after "
+        f"{running:.1f}s, caught up after {resumed:.1f}s"
+    )
+    async with Neo4jGraphStore(endpoint.uri, user=endpoint.user, password=endpoint.password) as store:
+        assert await store.applied_seqs("graph", ["a", "b"]) == {"a": 14, "b": 7}
+        recovered = {session: await dump(store, session) for session in ("a", "b")}
+        async with await EventLog.open(graph) as log:
+            await rebuild_neo4j_from_stream(log)
+        assert {session: await dump(store, session) for session in ("a", "b")} == recovered
+
+
+async def _until_async(pending: Callable[[], Awaitable[int]], what: str, timeout: float = 60) -> float:
+    """Seconds until `pending()` is 0."""
+    started = time.monotonic()
+    while await pending():
+        assert time.monotonic() - started < timeout, f"not within {timeout:g}s: {what}"
+        await asyncio.sleep(0.1)
+    return time.monotonic() - started
+
+
+async def _graph_shows_failing(settings: Settings) -> None:
+    """`health` and `projector status` (`status` shows the same failing roles: the ledger test reads it)."""
+    health = await asyncio.to_thread(run_cli, settings, "health", "node", "--json")
+    assert health.returncode == 1, health.stdout
+    failing = json.loads(health.stdout)["failing"]
+    assert "unavailable" in failing["projector:graph"]["last_error"] and "ledger-mirror" not in failing
+    rows = json.loads((await asyncio.to_thread(run_cli, settings, "projector", "status", "--json")).stdout)
+    (row,) = [row for row in rows if row["consumer"] == "projector-graph"]
+    assert row["state"] == "failing" and "unavailable" in row["last_error"] and row["lag"] > 0

@@ -14,13 +14,11 @@ from typing import TYPE_CHECKING, Any
 import nats.errors
 import pytest
 
-from eventloom.dlq import list_dead_letters
 from eventloom.errors import EventloomError, ReadModelUnavailableError
 from eventloom.keys import KeyStore
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.node_process import NodeProcess
-from projectors.graph.projector import GraphProjector
 from projectors.graph.rebuild_neo4j import rebuild_neo4j_from_ledger, rebuild_neo4j_from_stream
 from projectors.graph.registry import extract
 from readmodels.documents import MemoryDoc
@@ -36,7 +34,6 @@ from readmodels.retrieval.lanes import Candidate
 from readmodels.retrieval.work import work_state
 from tests.conftest import run_cli
 from tests.retrieval_support import flag_story, work_story_with_owners
-from tests.runtime_support import drained, running
 from tests.test_graph_rebuild import story
 from tests.test_graph_support import SessionLog, dump, fact, project, work_story
 from tests.test_ledger import caught_up, running_mirror
@@ -220,47 +217,6 @@ async def test_an_unreachable_server_is_unavailable_not_broken() -> None:
     store = Neo4jGraphStore("bolt://127.0.0.1:9", password="x", connection_timeout_s=1, retry_time_s=1)
     with pytest.raises(ReadModelUnavailableError, match="unavailable"):
         await store.open()
-
-
-@pytest.mark.slow
-async def test_neo4j_down_mid_stream_pauses_the_projector_and_it_resumes_to_a_clean_rebuild(
-    log: EventLog, settings: Settings, neo4j_restartable: LocalNeo4j
-) -> None:
-    endpoint = neo4j_restartable.endpoint
-    store = Neo4jGraphStore(
-        endpoint.uri, user=endpoint.user, password=endpoint.password, connection_timeout_s=1, retry_time_s=1
-    )
-    projector = GraphProjector(store)
-    await log.append_many(story("a"))
-    async with running(log, projector) as runner:
-        await drained(log, runner.consumer)
-        await asyncio.to_thread(neo4j_restartable.stop)
-        await log.append_many(story("b") + story("a"))  # appended, and acknowledged, while Neo4j is down
-        for _ in range(100):
-            if runner.stats.paused_s:
-                break
-            await asyncio.sleep(0.1)
-        assert runner.stats.paused_s > 0
-        info = await log.client.jetstream().consumer_info(log.layout.name, runner.consumer)
-        assert info.num_ack_pending + info.num_pending > 0  # nothing of it acknowledged
-        assert await list_dead_letters(log.client, runner.consumer) == []
-        await asyncio.to_thread(neo4j_restartable.start)
-        await drained(log, runner.consumer, timeout=120)
-    assert await list_dead_letters(log.client, runner.consumer) == []
-    async with store:
-        assert await store.applied_seqs("graph", ["a", "b"]) == {"a": 14, "b": 7}
-        recovered = {s: await dump(store, s) for s in ("a", "b")}
-        rebuilt_settings = dataclasses.replace(
-            settings,
-            graph_backend="neo4j",
-            embedder="hash",  # the shared test server's vector indexes are 384 wide
-            neo4j_uri=endpoint.uri,
-            neo4j_user=endpoint.user,
-            neo4j_password=endpoint.password,
-        )
-        async with await EventLog.open(rebuilt_settings) as rebuild_log:
-            await rebuild_neo4j_from_stream(rebuild_log)
-        assert {s: await dump(store, s) for s in ("a", "b")} == recovered
 
 
 @pytest.mark.slow

@@ -19,7 +19,7 @@ from neo4j import AsyncDriver, AsyncManagedTransaction
 
 from readmodels.documents import DocKind, EventDocs, MemoryDoc
 from readmodels.graph.cypher.io import Row
-from readmodels.neo4j.driver import auto_commit, connect, fetch, unavailable_as_error
+from readmodels.neo4j.driver import RETRY_TIME_S, auto_commit, connect, fetch, unavailable_as_error
 from readmodels.neo4j.schema import DEFAULT_VECTOR_DIMENSIONS, schema_plan
 
 T = TypeVar("T")
@@ -109,7 +109,7 @@ class Neo4jDocs:
         database: str = "neo4j",
         vector_dimensions: int = DEFAULT_VECTOR_DIMENSIONS,
         connection_timeout_s: float = 5.0,
-        retry_time_s: float = 15.0,
+        retry_time_s: float = RETRY_TIME_S,
     ) -> None:
         self.model = model
         self.label = LABELS[model]

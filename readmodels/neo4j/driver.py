@@ -21,6 +21,10 @@ from readmodels.neo4j.schema import apply_migrations
 
 T = TypeVar("T")
 UNREACHABLE: Final = (ServiceUnavailable, SessionExpired, TransientError, OSError)
+RETRY_TIME_S: Final = 5.0
+"""How long the driver retries a failed transaction (a deadlock, a reset connection, a server that is
+gone) before the store raises `ReadModelUnavailableError`. Long enough for a transient error; beyond it the
+projector shows as failing and retries itself, backing off, so a longer ride-out would only hide an outage."""
 GRAPH_LABELS: Final = "Session|Event|Entity|EntityKey|Source|Checkpoint"
 """The graph's own nodes. Clearing or bulk-loading the graph touches only these: the database also holds
 `Migration` records, the keyword and vector models and whatever read models plug-ins keep there (the

@@ -35,7 +35,14 @@ from readmodels.graph.records import (
 from readmodels.graph.snapshot import load_open_edges, load_snapshot, read_checkpoints
 from readmodels.graph.versioning import Resolver, load_request
 from readmodels.graph.writes import WriteStep, write_steps
-from readmodels.neo4j.driver import GRAPH_LABELS, auto_commit, connect, fetch, unavailable_as_error
+from readmodels.neo4j.driver import (
+    GRAPH_LABELS,
+    RETRY_TIME_S,
+    auto_commit,
+    connect,
+    fetch,
+    unavailable_as_error,
+)
 from readmodels.neo4j.schema import DEFAULT_VECTOR_DIMENSIONS, apply_migrations, schema_plan
 
 T = TypeVar("T")
@@ -92,7 +99,7 @@ class Neo4jGraphStore:
         database: str = "neo4j",
         vector_dimensions: int = DEFAULT_VECTOR_DIMENSIONS,
         connection_timeout_s: float = 5.0,
-        retry_time_s: float = 15.0,
+        retry_time_s: float = RETRY_TIME_S,
     ) -> None:
         self.uri = uri
         self.database = database

@@ -18,6 +18,7 @@ from readmodels.documents import DocKind, EventDocs
 from readmodels.graph.cypher.io import Row
 from readmodels.keyword.protocol import MAX_QUERY_WORDS, TITLE_WEIGHT, KeywordHit
 from readmodels.neo4j.docs import DOC_MAP, ORDER_HITS, Neo4jDocs, as_doc, doc_filters, doc_rows
+from readmodels.neo4j.driver import RETRY_TIME_S
 from readmodels.neo4j.schema import DEFAULT_VECTOR_DIMENSIONS
 
 INDEX: Final = "keyword_doc_text"
@@ -65,7 +66,7 @@ class Neo4jKeywordStore:
         database: str = "neo4j",
         vector_dimensions: int = DEFAULT_VECTOR_DIMENSIONS,
         connection_timeout_s: float = 5.0,
-        retry_time_s: float = 15.0,
+        retry_time_s: float = RETRY_TIME_S,
     ) -> None:
         self._docs = Neo4jDocs(
             "keyword",

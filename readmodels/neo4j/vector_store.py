@@ -23,6 +23,7 @@ from eventloom.event import citation
 from readmodels.documents import DocKind, EventDocs
 from readmodels.graph.cypher.io import Row
 from readmodels.neo4j.docs import DOC_MAP, ORDER_HITS, Neo4jDocs, as_doc, doc_filters, doc_rows
+from readmodels.neo4j.driver import RETRY_TIME_S
 from readmodels.neo4j.schema import DEFAULT_VECTOR_DIMENSIONS
 from readmodels.vector.embedders import Embedder, tag
 from readmodels.vector.index import MIN_CANDIDATES, OVERSAMPLE
@@ -72,7 +73,7 @@ class Neo4jVectorStore:
         vector_dimensions: int = DEFAULT_VECTOR_DIMENSIONS,
         exact_scan_rows: int = EXACT_SCAN_ROWS,
         connection_timeout_s: float = 5.0,
-        retry_time_s: float = 15.0,
+        retry_time_s: float = RETRY_TIME_S,
     ) -> None:
         self.embedder = embedder
         self.tag = tag(embedder)
