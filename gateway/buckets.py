@@ -17,6 +17,7 @@ from eventloom.bus.peers import PEERS_BUCKET, PEERS_MAX_AGE_S
 from eventloom.dlq import RETRY_BUCKET
 from eventloom.quarantine import QUARANTINE_BUCKET
 from projectors.emitter import FENCE_BUCKET
+from projectors.lease import LEASE_BUCKET
 from projectors.log_view import STATE_BUCKET
 from projectors.status import STATS_BUCKET, STATS_TTL_S
 
@@ -26,6 +27,7 @@ NODE_BUCKETS: Final[tuple[tuple[str, float | None], ...]] = (
     (RETRY_BUCKET, None),
     (QUARANTINE_BUCKET, None),
     (FENCE_BUCKET, None),
+    (LEASE_BUCKET, None),
     (STATE_BUCKET, None),
     (STATS_BUCKET, STATS_TTL_S),
 )

@@ -11,6 +11,8 @@ from eventloom.settings import Settings
 from gateway.memory_role import LiveReadModels
 from projectors.emitter import ProducerProjection
 from projectors.graph.projector import GraphProjector
+from projectors.lease import ConsumerLease
+from projectors.partitions import consumer_name
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available, load_producer, load_projector
 from projectors.protocol import Answers, Projector
 from projectors.runner import ProjectorRunner, RunnerOptions, TroubleListener
@@ -34,14 +36,21 @@ def worker_options(settings: Settings) -> RunnerOptions:
 def projector_runner(
     log: EventLog, name: str, partitions: list[int] | None, on_trouble: TroubleListener | None = None
 ) -> ProjectorRunner:
+    """Every worker of a projector's consumer (the node's, `query serve`'s, `projector run`'s) takes its
+    lease before applying: one applies, the others stand by. Producers share their consumer without one:
+    they take events in any order and are fenced per derivation."""
+    settings = log.settings
+    consumer = consumer_name("projector", name, partitions)
     return ProjectorRunner(
         log.client,
         log.layout,
-        load_projector(name, log.settings),
+        load_projector(name, settings),
         partitions=partitions,
-        options=worker_options(log.settings),
-        keys=KeyStore(log.settings.data_dir),
+        consumer=consumer,
+        options=worker_options(settings),
+        keys=KeyStore(settings.data_dir),
         on_trouble=on_trouble,
+        lease=ConsumerLease(log.client, consumer, settings.projector_lease_s, replicas=settings.replicas),
     )
 
 

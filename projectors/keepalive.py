@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import nats.errors
 from nats.aio.msg import Msg
@@ -25,10 +25,11 @@ log = logging.getLogger(__name__)
 class InProgress:
     """The messages this worker holds, each with when its ack-wait timer last restarted."""
 
-    def __init__(self, ack_wait_s: float) -> None:
+    def __init__(self, ack_wait_s: float, alive: Callable[[], bool] = lambda: True) -> None:
         if not ack_wait_s > 0:
             raise ValueError(f"ack_wait_s: must be more than 0 seconds, got {ack_wait_s!r}")
         self.ack_wait_s = ack_wait_s
+        self._alive = alive  # False once fenced: what it holds must go to the new holder, not be kept
         self._held: dict[int, tuple[Msg, float]] = {}
         self.sent = 0
         """In-progress acks sent (a slow batch was kept alive this many message-times)."""
@@ -48,6 +49,8 @@ class InProgress:
 
     async def touch_due(self) -> int:
         """An in-progress ack for every held, unanswered message whose timer is a third of the way on."""
+        if not self._alive():
+            return 0
         now = time.monotonic()
         due = self.ack_wait_s / 3
         touched = 0

@@ -34,6 +34,7 @@ from eventloom.tail import event_at
 from eventloom.trust import UNVERIFIED, EventVerifier
 from projectors.batches import CheckedBatch, FetchedEvent, sort_batch
 from projectors.keepalive import InProgress
+from projectors.lease import ConsumerLease, Fenced
 from projectors.partitions import consumer_name
 from projectors.protocol import Idles, Profiled, Projector, Rebuildable, SkipsSessions
 from projectors.status import StatsPublisher
@@ -66,6 +67,7 @@ class RunnerStats:
     refused: int = 0  # events that failed verification (also counted in dead_lettered)
     last_refusal: str | None = None
     retried: int = 0
+    fenced: int = 0  # times this worker lost its lease and stood by again
     batches: int = 0
     paused_s: float = 0.0
     started_at: float = field(default_factory=time.monotonic)
@@ -91,8 +93,11 @@ class ProjectorRunner:
         consumer: str | None = None,
         keys: KeyStore,
         on_trouble: TroubleListener | None = None,
+        lease: ConsumerLease | None = None,
     ) -> None:
         self._client = client
+        self.lease = lease
+        """Held while this worker applies; without one (rebuilds), it applies whenever it runs."""
         self._on_trouble = on_trouble
         self.trouble: str | None = None  # why the read model cannot be written now (None: it can)
         self._verifier = EventVerifier(keys, client, layout)
@@ -118,11 +123,56 @@ class ProjectorRunner:
         self.in_order = role != "producer"  # producers are fenced per derivation; order does not matter
         self.stats = RunnerStats()
         self.ready = asyncio.Event()
-        self.in_progress = InProgress(self.options.ack_wait_s)
+        self.in_progress = InProgress(self.options.ack_wait_s, alive=lambda: lease is None or lease.held)
 
     async def run(self, stop: asyncio.Event) -> None:
+        if self.lease is not None:
+            await self._run_leased(self.lease, stop)
+            return
         await self._with_store(self.projector.open)  # a read model that is down at start is waited for
+        try:
+            await self._run_active(stop)
+        finally:
+            await self.projector.close()
+
+    async def _run_leased(self, lease: ConsumerLease, stop: asyncio.Event) -> None:
+        """Stand by until the consumer's lease is ours, apply while it is, stand by again if fenced.
+
+        A read model kept in generations lives in this data dir, one writer per file (LadybugDB): it is
+        opened once the lease is ours and closed when it is lost, so a standby on this host can take it.
+        A shared one (Neo4j) is opened at once: a standby serves reads from it while it waits."""
+        shared = not isinstance(self.projector, Rebuildable)
+        if shared:
+            await self._with_store(self.projector.open)
+            self.ready.set()
+        try:
+            while await lease.acquire(stop):
+                keeping = asyncio.create_task(lease.keep())
+                try:
+                    if not shared:
+                        await self._with_store(self.projector.open)
+                    try:
+                        await self._run_active(stop, took_over=lease.took_over)
+                    finally:
+                        if not shared:
+                            await self.projector.close()
+                except Fenced:
+                    self.stats.fenced += 1  # what it held goes to the new holder; nothing acknowledged
+                finally:
+                    keeping.cancel()
+                if stop.is_set():
+                    break
+        finally:
+            await lease.release()
+            self.ready.clear()
+            if shared:
+                await self.projector.close()
+
+    async def _run_active(self, stop: asyncio.Event, *, took_over: bool = False) -> None:
+        """Apply until `stop` (finishing the batch in hand), or until fenced (abandoning it)."""
         await self._consumer.open()
+        if took_over:
+            await self._reclaim()
         await self._verifier.open()
         letters = await list_dead_letters(self._client, self.consumer)
         self._dead = {(d.session, d.seq) for d in letters if d.session is not None and d.seq is not None}
@@ -133,6 +183,7 @@ class ProjectorRunner:
         keepalive = asyncio.create_task(self.in_progress.run())
         try:
             while not stop.is_set():
+                await self._fence()  # a fenced worker must not even pull: what it pulls, others wait for
                 with self.stats.stages.timed("fetch"):
                     messages = await self._consumer.fetch(
                         self.options.batch, timeout=self.options.fetch_timeout_s
@@ -162,12 +213,27 @@ class ProjectorRunner:
             keepalive.cancel()
             if in_flight is not None and not in_flight.done():
                 in_flight.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
+                with contextlib.suppress(asyncio.CancelledError, Fenced):
                     await in_flight
-            self.ready.clear()
+            if self.lease is None or isinstance(self.projector, Rebuildable):
+                self.ready.clear()
             self._verifier.close()
             await self._consumer.close()
-            await self.projector.close()
+
+    async def _fence(self) -> None:
+        """Raise `Fenced` once another worker may have taken this consumer's lease."""
+        if self.lease is not None and not await self.lease.still_held():
+            raise Fenced(f"{self.consumer}: the lease is lost")
+
+    async def _reclaim(self) -> None:
+        """The previous holder did not let go (killed, stalled, cut off): what it held unacknowledged is
+        delivered again now rather than when its ack wait runs out. The consumer restarts after its ack
+        floor; what was applied since is skipped at the checkpoints."""
+        info = await self._client.jetstream().consumer_info(self._layout.name, self.consumer)
+        if info.num_ack_pending:
+            floor = int(info.ack_floor.stream_seq or 0) if info.ack_floor else 0
+            log.info("%s: taking over %s unacknowledged event(s)", self.consumer, info.num_ack_pending)
+            await self._consumer.restart_from(floor + 1)
 
     async def _apply_and_report(self, checked: CheckedBatch, messages: list[Msg]) -> None:
         try:
@@ -231,6 +297,7 @@ class ProjectorRunner:
         ready = batch.ready
         if not ready:
             return
+        await self._fence()  # the checkpoint in the write's transaction covers a write already under way
         try:
             with stages.timed("apply"):
                 await self._with_store(lambda: self.projector.apply([i.event for i in ready]))
@@ -322,6 +389,7 @@ class ProjectorRunner:
             if event.session in failed_sessions:
                 await item.message.nak(delay=self.options.backoff_s[0])  # waits behind the failed one
                 continue
+            await self._fence()
             try:
                 await self._with_store(lambda event=event: self.projector.apply([event]))  # type: ignore[misc]
             except ReadModelBrokenError:

@@ -17,6 +17,7 @@ from nats.js.kv import KeyValue
 from eventloom.bus.buckets import ensure_bucket
 from eventloom.bus.stream import DLQ_STREAM, DLQ_SUBJECT_ROOT, StreamLayout, jetstream_api, subject_counts
 from eventloom.event import utc_timestamp
+from projectors.lease import lease_holders
 
 STATS_BUCKET: Final = "EVENTLOOM_CONSUMER_STATS"
 STATS_TTL_S: Final = 3600
@@ -49,6 +50,8 @@ class ConsumerStatus(msgspec.Struct, frozen=True, kw_only=True):
     last_error: str | None = None  # while failing
     lag_s: float | None = None
     """Age of the oldest event it has not acknowledged yet (0 when it has caught up)."""
+    holder: str | None = None
+    """The worker holding its lease (`host:pid:random`): the one that applies; others stand by."""
 
 
 class StatsPublisher:
@@ -96,6 +99,7 @@ async def consumer_statuses(client: Client, layout: StreamLayout) -> list[Consum
     listing = await jetstream_api(client, f"CONSUMER.LIST.{layout.name}")
     letters = await subject_counts(client, DLQ_STREAM, f"{DLQ_SUBJECT_ROOT}.>")
     bucket = await _bucket(client)
+    holders = await lease_holders(client)
     statuses = []
     for info in listing.get("consumers") or []:
         name = info["name"]
@@ -118,6 +122,7 @@ async def consumer_statuses(client: Client, layout: StreamLayout) -> list[Consum
                 refused=report.refused if report else None,
                 updated_at=report.updated_at if report else None,
                 lag_s=await lag_seconds(client, layout.name, info),
+                holder=holders[name].holder if name in holders else None,
             )
         )
     return sorted(statuses, key=lambda s: s.consumer)

@@ -74,9 +74,8 @@ def projector_status(ctx: typer.Context, as_json: JsonOption = False) -> None:
     if as_json:
         print_json(statuses)
         return
-    table = Table(
-        "consumer", "state", "lag", "lag s", "rate/s", "applied", "dead letters", "refused", "updated"
-    )
+    columns = ["consumer", "state", "lag", "lag s", "rate/s", "applied", "dead letters", "refused"]
+    table = Table(*columns, "updated", "holder")
     for s in statuses:
         rate = "-" if s.rate_per_s is None else f"{s.rate_per_s:.1f}"
         table.add_row(
@@ -89,6 +88,7 @@ def projector_status(ctx: typer.Context, as_json: JsonOption = False) -> None:
             str(s.dead_letters),
             str(s.refused or "-"),
             s.updated_at or "-",
+            s.holder or "-",
         )
     console.print(table)
     print_failing(failing)
@@ -145,6 +145,12 @@ def dlq_retry(
         )
     count = run(_with_log(settings_of(ctx), lambda log: request_retry(log.client, consumer, stream_seq)))
     console.print(f"queued {count} dead letter(s) of {consumer}; its worker retries them within seconds")
+
+
+def _set_lease_role(capabilities: list[str], consumer: str, role: str) -> None:
+    """`lease:<consumer>:active` or `:standby` among a worker's heartbeat capabilities."""
+    capabilities[:] = [c for c in capabilities if not c.startswith(f"lease:{consumer}:")]
+    capabilities.append(f"lease:{consumer}:{role}")
 
 
 def _partitions(spec: str | None, log: EventLog) -> list[int] | None:
@@ -223,6 +229,8 @@ async def _run_worker(
         heartbeat = consumers_heartbeat(
             log.client, settings, role=role, capabilities=capabilities, consumers=[runner.consumer]
         )
+        if runner.lease is not None:  # peers see which worker applies and which stands by
+            runner.lease.on_role = lambda role: _set_lease_role(heartbeat.capabilities, runner.consumer, role)
         async with heartbeat.running():
             await runner.run(stop)
         console.print(f"stopped {runner.consumer}: {runner.stats}")
