@@ -34,6 +34,7 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--settle", type=float, default=40.0, help="seconds after a burst's catch-up")
     parser.add_argument("--projectors", default="all", help="EVENTLOOM_PROJECTORS of the node (default all)")
     parser.add_argument("--producers", default="all", help="EVENTLOOM_PRODUCERS of the node (default all)")
+    parser.add_argument(
+        "--unbounded",
+        action="store_true",
+        help="the memory settings as before issue 23: engine-default buffer pools, glibc arenas, no trim",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary data dir")
     parser.add_argument("--json", action="store_true", help="accepted for symmetry: output is always JSON")
     args = parser.parse_args(argv)
@@ -251,6 +257,8 @@ def soak_summary(
 
 async def bench(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
     settings = Settings(data_dir=data_dir, projectors=args.projectors, producers=args.producers)
+    if args.unbounded:
+        settings = replace(settings, ladybug_buffer_pool_mb=0, malloc_arenas=0, memory_trim_s=0.0)
     node = NodeProcess(settings)
     console.print(f"starting a node in {data_dir}")
     info = node.start(timeout=60)

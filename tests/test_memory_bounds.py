@@ -1,0 +1,90 @@
+"""Issue 23's memory bounds: the buffer-pool setting reaches each LadybugDB database the node opens, the
+settings refuse nonsense by name, and the glibc calls work where glibc is (bench/soak.py measures them)."""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes.util
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from eventloom import malloc
+from eventloom.settings import Settings
+from gateway.packs.claims.projector import claims_projector
+from gateway.packs.workflow.projector import workflow_projector
+from projectors.backends import graph_projector
+from projectors.plugins import PluginContext
+from projectors.protocol import Projector
+
+TINY_POOL_MB = 1
+"""Less than the pinned pages of one database's schema: opening must fail if, and only if, it applies."""
+pytestmark = pytest.mark.anyio
+GLIBC = malloc._glibc() is not None
+
+
+def _context(tmp_path: Path, name: str, pool_mb: int) -> PluginContext:
+    return PluginContext(Settings(data_dir=tmp_path, ladybug_buffer_pool_mb=pool_mb), name)
+
+
+@pytest.mark.parametrize(
+    ("name", "factory"),
+    [("graph", graph_projector), ("claims", claims_projector), ("workflow", workflow_projector)],
+)
+async def test_the_buffer_pool_setting_reaches_ladybug(
+    tmp_path: Path, name: str, factory: Callable[[PluginContext], Projector]
+) -> None:
+    bounded = factory(_context(tmp_path / "tiny", name, TINY_POOL_MB))
+    with pytest.raises(Exception, match=r"(?i)buffer pool is full"):
+        await bounded.open()
+    roomy = factory(_context(tmp_path / "roomy", name, 64))
+    await roomy.open()  # the same schema fits in a modest pool
+    await roomy.close()
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "field"),
+    [
+        ("EVENTLOOM_LADYBUG_BUFFER_POOL_MB", "-1", "ladybug_buffer_pool_mb"),
+        ("EVENTLOOM_MALLOC_ARENAS", "-2", "malloc_arenas"),
+        ("EVENTLOOM_MEMORY_TRIM_S", "nan", "memory_trim_s"),
+        ("EVENTLOOM_MALLOC_ARENAS", "two", "EVENTLOOM_MALLOC_ARENAS"),
+    ],
+)
+def test_memory_settings_refuse_nonsense_by_name(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, field: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ValueError, match=field):
+        Settings.from_env()
+
+
+def test_memory_settings_reach_child_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = Settings(data_dir=tmp_path, ladybug_buffer_pool_mb=512, malloc_arenas=4, memory_trim_s=7.5)
+    for variable, value in settings.to_env().items():
+        monkeypatch.setenv(variable, value)
+    again = Settings.from_env()
+    assert (again.ladybug_buffer_pool_mb, again.malloc_arenas, again.memory_trim_s) == (512, 4, 7.5)
+
+
+@pytest.mark.skipif(not GLIBC, reason="malloc_trim and M_ARENA_MAX are glibc's")
+def test_trim_gives_freed_memory_back() -> None:
+    assert ctypes.util.find_library("c") is not None
+    held = [
+        bytearray(200) for _ in range(200_000)
+    ]  # ~50 MB of small chunks: not mmapped, they stay in arenas
+    del held
+    assert malloc.trim() is True  # something was released
+    assert malloc.limit_arenas(2) is True
+    assert malloc.limit_arenas(0) is False  # 0 leaves glibc's default alone
+
+
+async def test_trim_periodically_stops_when_asked() -> None:
+    stop = asyncio.Event()
+    task = asyncio.create_task(malloc.trim_periodically(stop, 0.01))
+    await asyncio.sleep(0.05)
+    assert not task.done()  # it keeps trimming until stopped...
+    stop.set()
+    await asyncio.wait_for(task, 1)  # ...and ends promptly once stopped
+    await asyncio.wait_for(malloc.trim_periodically(asyncio.Event(), 0), 1)  # 0: never, returns at once
