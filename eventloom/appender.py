@@ -274,7 +274,7 @@ class Appender:
     async def _write_idempotent(self, writer: _SessionWriter, request: AppendRequest) -> Event:
         """A repeated idempotency key returns the event the first call appended."""
         assert request.idempotency_key is not None
-        kv = await self._idempotency_kv()
+        kv = await self._transient_retried(self._idempotency_kv)
         kv_key = f"{writer.session}.{hashlib.sha256(request.idempotency_key.encode()).hexdigest()[:40]}"
         entry = await self._transient_retried(lambda: _recall(kv, kv_key))
         if entry is not None and entry.value:

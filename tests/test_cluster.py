@@ -176,6 +176,28 @@ async def test_a_comma_list_connects_past_a_dead_server(cluster: LocalCluster) -
 
 
 @pytest.mark.slow
+async def test_a_held_server_stays_down_until_released(cluster: LocalCluster) -> None:
+    """The fault tests' way to work on a dead member's store: `<member>/hold` keeps the supervisor off."""
+    settings = admin_settings(cluster)
+    client = await connect(cluster.url, persistent=False, credentials=credentials_of(settings))
+    try:
+        leader = await stream_leader(client, settings.stream)
+        follower = next(s.name for s in cluster.servers() if s.name != leader)
+        old_pid = cluster.kill(follower, hold=True)
+        await asyncio.sleep(1.0)  # the supervisor would have restarted it within 0.2 s
+        assert cluster.server(follower).pid == old_pid
+        with pytest.raises(NodeNotRunningError):
+            await connect(
+                cluster.server(follower).url, persistent=False, credentials=credentials_of(settings)
+            )
+        cluster.release(follower)
+        await asyncio.to_thread(cluster.wait_restarted, follower, old_pid)
+        await wait_replicas_current(client, settings.stream, timeout=60)
+    finally:
+        await client.close()
+
+
+@pytest.mark.slow
 async def test_appends_are_acknowledged_while_the_stream_leader_is_killed_and_it_catches_up(
     cluster: LocalCluster,
 ) -> None:

@@ -3,8 +3,10 @@ than a bucket already has."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+import nats.errors
 import nats.js.errors
 from nats.aio.client import Client
 from nats.js import JetStreamContext
@@ -16,6 +18,8 @@ from eventloom.errors import EventloomError
 
 _STREAM_NOT_FOUND = 10059
 _STREAM_NAME_IN_USE = 10058  # created meanwhile by another process
+_LOOKUP_ATTEMPTS = 8
+_LOOKUP_TIMEOUT_S = 2.0
 
 
 async def ensure_bucket(
@@ -62,7 +66,15 @@ async def bucket_replicas(client: Client, name: str) -> int | None:
 
 
 async def _existing_config(client: Client, name: str) -> dict[str, Any] | None:
-    info = await jetstream_api(client, f"STREAM.INFO.KV_{name}")
+    info: dict[str, Any] = {}
+    for attempt in range(_LOOKUP_ATTEMPTS):
+        try:  # a bucket whose stream is electing a leader (a server just died) leaves the request unanswered
+            info = await jetstream_api(client, f"STREAM.INFO.KV_{name}", timeout=_LOOKUP_TIMEOUT_S)
+            break
+        except (nats.errors.TimeoutError, nats.errors.NoRespondersError):
+            if attempt == _LOOKUP_ATTEMPTS - 1:
+                raise
+            await asyncio.sleep(0.2)
     if "error" not in info:
         config: dict[str, Any] = info["config"]
         return config

@@ -53,7 +53,8 @@ async def connect(
         "name": name,
         "connect_timeout": 2,
         "allow_reconnect": persistent,
-        "max_reconnect_attempts": -1 if persistent else 0,
+        # one-shot: each server tried once or twice, then an error (0 would make nats-py retry forever)
+        "max_reconnect_attempts": -1 if persistent else 1,
         "reconnect_time_wait": 0.25,
         "ping_interval": 5,
         "max_outstanding_pings": 3,

@@ -44,10 +44,12 @@ class StreamLayout(msgspec.Struct, frozen=True):
         return f"{SUBJECT_ROOT}.*.*"
 
 
-async def jetstream_api(client: Client, verb: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+async def jetstream_api(
+    client: Client, verb: str, body: dict[str, Any] | None = None, *, timeout: float = 10.0
+) -> dict[str, Any]:
     """One `$JS.API` request with a plain JSON body; raises with the server's own description."""
     payload = msgspec.json.encode(body) if body is not None else b""
-    reply = await client.request(f"$JS.API.{verb}", payload, timeout=10)
+    reply = await client.request(f"$JS.API.{verb}", payload, timeout=timeout)
     response: dict[str, Any] = msgspec.json.decode(reply.data)
     return response
 
