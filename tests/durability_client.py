@@ -7,7 +7,10 @@ after storing it) can never store it twice. Any exception is retried after 0.1 s
 have passed since the start.
 
 After every acknowledged append it writes `<session> <seq> <hash>` to the `--acked` file and flushes, so the
-test knows exactly which events the log promised to keep, even if this process is killed too. It ends with
+test knows exactly which events the log promised to keep, even if this process is killed too. With `--times`
+each line also carries when the acknowledged append call began and when it returned (`time.monotonic()`,
+which is one clock for every process on the machine: the fault benchmark compares them with its kill times).
+With `--stop-file`, the sessions stop (each after its current append) once that file exists. It ends with
 one JSON line on stdout: {"acked": n, "retries": n, "errors": {...}, "elapsed_s": s}; exit code 0 only if
 every event was acknowledged.
 """
@@ -43,21 +46,28 @@ def payload_for(session: str, index: int) -> dict[str, object]:
 
 
 class Client:
-    def __init__(self, log: EventLog, acked: IO[str], deadline: float) -> None:
+    def __init__(
+        self, log: EventLog, acked: IO[str], deadline: float, *, times: bool = False, stop: Path | None = None
+    ) -> None:
         self.log = log
         self.acked_file = acked
         self.deadline = deadline
+        self.times = times
+        self.stop = stop
         self.acked = 0
         self.retries = 0
         self.errors: Counter[str] = Counter()
 
     async def run_session(self, session: str, count: int) -> None:
         for index in range(count):
+            if self.stop is not None and self.stop.exists():
+                return
             await self.append_until_acked(session, index)
 
     async def append_until_acked(self, session: str, index: int) -> None:
         payload = payload_for(session, index)
         while True:
+            began = time.monotonic()
             try:
                 event = await self.log.append(
                     session, EVENT_TYPE, ACTOR, payload, idempotency_key=f"{session}-{index}"
@@ -69,7 +79,8 @@ class Client:
                     raise TimeoutError(f"{session}-{index}: still failing at the deadline: {exc!r}") from exc
                 await asyncio.sleep(RETRY_SLEEP_S)
                 continue
-            self.acked_file.write(f"{event.session} {event.seq} {event.hash}\n")
+            when = f" {began:.6f} {time.monotonic():.6f}" if self.times else ""
+            self.acked_file.write(f"{event.session} {event.seq} {event.hash}{when}\n")
             self.acked_file.flush()
             self.acked += 1
             return
@@ -94,7 +105,8 @@ async def main(args: argparse.Namespace) -> int:
             await asyncio.sleep(RETRY_SLEEP_S)
     ok = False
     with open(args.acked, "a", encoding="utf-8") as acked:
-        client = Client(log, acked, deadline)
+        stop = Path(args.stop_file) if args.stop_file else None
+        client = Client(log, acked, deadline, times=args.times, stop=stop)
         try:
             await asyncio.gather(
                 *(client.run_session(s, n) for s, n in zip(sessions, per_session, strict=True))
@@ -125,6 +137,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--count", type=int, default=5000)
     parser.add_argument("--sessions", type=int, default=4)
     parser.add_argument("--prefix", default="durability")
+    parser.add_argument("--times", action="store_true", help="add `began acked` (monotonic) to each line")
+    parser.add_argument("--stop-file", help="stop appending once this file exists (with a large --count)")
     parser.add_argument("--deadline", type=float, default=120.0, help="give up after this many seconds")
     return parser.parse_args(argv)
 
