@@ -127,7 +127,8 @@ class ConsumerWatch:
 
     def takeover(self, killed_at: float) -> dict[str, Any]:
         """What the worker killed at `killed_at` held (delivered before, never answered); when the next
-        holder had events in hand (`takeover_s`: its first delivery), first acknowledged one, and had
+        holder had the dead one's events in hand (`takeover_s`: the first of them delivered again), first
+        acknowledged anything, and had
         acknowledged again all the dead one held (`recovered_s`; call once the consumer has drained)."""
         held = {d.stream_seq for d in self.deliveries.values() if d.at < killed_at and d.answer is None}
         after = [d for d in self.deliveries.values() if d.at > killed_at]
@@ -139,7 +140,7 @@ class ConsumerWatch:
         return {
             "held": len(held),
             "taken_over": len(taken),
-            "takeover_s": _after(killed_at, min((d.at for d in after), default=None)),
+            "takeover_s": _after(killed_at, min((d.at for d in after if d.stream_seq in held), default=None)),
             "first_ack_s": _after(killed_at, min(acks, default=None)),
             "recovered_s": _after(killed_at, max(taken.values())) if held and held <= set(taken) else None,
         }
@@ -268,10 +269,20 @@ class Workers:
 
 
 async def kill_mid_batch(
-    log: EventLog, workers: Workers, sessions: Sequence[str], per_session: int, *, timeout: float = 120
+    log: EventLog,
+    workers: Workers,
+    sessions: Sequence[str],
+    per_session: int,
+    *,
+    lost_host: bool = False,
+    timeout: float = 120,
 ) -> dict[str, Any]:
     """With workers[0] active: a standby joins, events are appended, the active one is killed (SIGKILL)
-    while it holds delivered, unacknowledged events; the standby takes over and drains the consumer."""
+    while it holds delivered, unacknowledged events; the standby takes over and drains the consumer.
+
+    On one host a standby sees at once that the holder's pid is gone and need not wait for the lease.
+    `lost_host`: the holder's host vanishes instead (another host's standby cannot look at its pids): it
+    is stopped (SIGSTOP: it neither renews nor exits) and killed only once the standby took over."""
     active = workers.running[0]
     watch = ConsumerWatch(log.client, log.layout.name, CONSUMER)
     await watch.start()  # before the standby joins: every pull it might make is seen
@@ -287,11 +298,14 @@ async def kill_mid_batch(
                 raise RuntimeError("the active worker applied nothing in time")
             await asyncio.sleep(0.002)
         pullers_before = len(watch.workers)
-        active.kill()
+        active.send_signal(signal.SIGSTOP if lost_host else signal.SIGKILL)
         killed_at = time.monotonic()
+        if not lost_host:
+            active.wait()  # reaped, as a supervisor or shell would: a zombie's pid still answers
+        holder_at = await wait_for_holder(log.client, standby.pid, timeout)
+        active.kill()
         active.wait()
         workers.running.remove(active)
-        holder_at = await wait_for_holder(log.client, standby.pid, timeout)
         expected = await appending
         while await pending(log):
             if time.monotonic() > deadline + timeout:
@@ -309,7 +323,11 @@ async def kill_mid_batch(
 
 
 async def pending(log: EventLog) -> int:
-    info = await log.client.jetstream().consumer_info(log.layout.name, CONSUMER)
+    """Events not yet acknowledged (1 while the consumer is being recreated by a new holder)."""
+    try:
+        info = await log.client.jetstream().consumer_info(log.layout.name, CONSUMER)
+    except nats.js.errors.NotFoundError:
+        return 1
     return int(info.num_pending or 0) + int(info.num_ack_pending or 0)
 
 
@@ -398,7 +416,12 @@ async def _fingerprint(driver: neo4j.AsyncDriver) -> str:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--kills", type=int, default=5, help="active workers killed, one after another (5)")
+    parser.add_argument(
+        "--kills",
+        type=int,
+        default=5,
+        help="holders lost with their host, as many killed on it (5)",
+    )
     parser.add_argument("--sessions", type=int, default=8, help="sessions appended to per kill (8)")
     parser.add_argument("--per-session", type=int, default=300, help="events per session per kill (300)")
     parser.add_argument("--lease-s", type=float, default=None, help="EVENTLOOM_PROJECTOR_LEASE_S (default)")
@@ -420,9 +443,13 @@ async def run_kills(args: argparse.Namespace, settings: Settings, root: Path) ->
             await wait_for_holder(log.client, first.pid, 120)
             with progress_bar() as progress:
                 task = progress.add_task("kill -9 the active worker", total=args.kills, rate="")
-                for kill in range(args.kills):
+                for kill in range(2 * args.kills):
                     sessions = [f"fo{kill}-{n}" for n in range(args.sessions)]
-                    result = await kill_mid_batch(log, workers, sessions, args.per_session)
+                    lost_host = kill % 2 == 0
+                    result = await kill_mid_batch(
+                        log, workers, sessions, args.per_session, lost_host=lost_host
+                    )
+                    result["lost_host"] = lost_host
                     expected |= result.pop("expected")
                     rounds.append(result)
                     progress.update(task, advance=1, rate=f"takeover {result['takeover_s']}s")
@@ -431,11 +458,13 @@ async def run_kills(args: argparse.Namespace, settings: Settings, root: Path) ->
         state = await graph_state(settings, expected)
         console.print("clean rebuild of the graph, to compare")
         rebuilt = await rebuilt_fingerprint(log)
-    takeovers = [r["takeover_s"] for r in rounds if r["takeover_s"] is not None]
-    recovered = [r["recovered_s"] for r in rounds if r["recovered_s"] is not None]
+    vanished = [r for r in rounds if r["lost_host"]]
+    same_host = [r for r in rounds if not r["lost_host"]]
     return {
-        "takeover_s": {k: v for k, v in percentiles(takeovers).items() if k != "p95"} if takeovers else None,
-        "recovered_s": {k: v for k, v in percentiles(recovered).items() if k != "p95"} if recovered else None,
+        "takeover_s": _p50_max(vanished, "takeover_s"),
+        "recovered_s": _p50_max(vanished, "recovered_s"),
+        "same_host_takeover_s": _p50_max(same_host, "takeover_s"),
+        "same_host_recovered_s": _p50_max(same_host, "recovered_s"),
         "kills": len(rounds),
         "caught_mid_batch": sum(r["held"] > 0 for r in rounds),
         "events": sum(expected.values()),
@@ -447,6 +476,11 @@ async def run_kills(args: argparse.Namespace, settings: Settings, root: Path) ->
         "ack_wait_s": settings.projector_ack_wait_s,
         "rounds": rounds,
     }
+
+
+def _p50_max(rounds: list[dict[str, Any]], key: str) -> dict[str, float] | None:
+    samples = [r[key] for r in rounds if r[key] is not None]
+    return {k: v for k, v in percentiles(samples).items() if k != "p95"} if samples else None
 
 
 def main(argv: list[str] | None = None) -> int:

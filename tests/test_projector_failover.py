@@ -137,9 +137,11 @@ ACK_WAIT_S = 2.0
 
 
 async def test_kill_9_of_the_active_graph_worker_mid_batch(neo4j_settings: Settings, tmp_path: Path) -> None:
-    """Two `eventloom projector run graph` workers: the first holds the lease and alone pulls; killed while
-    it holds delivered, unacknowledged events, the standby takes the lease over and carries on within the
-    lease (plus slack), and the graph ends equal to a clean rebuild, nothing lost, nothing applied twice."""
+    """Two `eventloom projector run graph` workers: the first holds the lease and alone pulls. Its host is
+    lost while it holds delivered, unacknowledged events (stopped, so this host's standby cannot see its
+    pid gone and must wait out the lease, as one on another host would; then `kill -9`). The standby takes
+    the lease over and carries on within the lease (plus slack), and the graph ends equal to a clean
+    rebuild, nothing lost, nothing applied twice."""
     settings = dataclasses.replace(neo4j_settings, projector_lease_s=LEASE_S, projector_ack_wait_s=ACK_WAIT_S)
     async with neo4j_store(settings) as store:
         await store.clear()
@@ -149,7 +151,7 @@ async def test_kill_9_of_the_active_graph_worker_mid_batch(neo4j_settings: Setti
         try:
             first, _ = workers.join()
             await wait_for_holder(log.client, first.pid, 60)
-            result = await kill_mid_batch(log, workers, [f"fo{n}" for n in range(4)], 100)
+            result = await kill_mid_batch(log, workers, [f"fo{n}" for n in range(4)], 100, lost_host=True)
         finally:
             exits = workers.stop_all()
         state = await graph_state(settings, result["expected"])
@@ -158,7 +160,7 @@ async def test_kill_9_of_the_active_graph_worker_mid_batch(neo4j_settings: Setti
     assert result["held"] > 0  # caught mid-batch
     assert result["taken_over"] == result["held"] and result["recovered_s"] is not None
     bound = LEASE_S + ACK_WAIT_S + 3.0  # the documented worst case, plus slack for 2 busy cores
-    assert result["takeover_s"] is not None and result["takeover_s"] <= bound, result
+    assert result["takeover_s"] is not None and LEASE_S / 2 <= result["takeover_s"] <= bound, result  # waited
     assert exits == [0]
     assert state["events"] == 400 and state["lost"] == 0 and state["applied_twice"] == 0
     assert state["checkpoints_at_last_seq"]
