@@ -156,7 +156,9 @@ async def test_replicas_are_never_downgraded_and_too_many_fail_clearly(cluster: 
         await ensure_bucket(client, "TEST_SCALED", replicas=1, ttl=60)
         await ensure_bucket(client, "TEST_SCALED", replicas=3, ttl=5)  # another TTL is no failure
         assert await bucket_replicas(client, "TEST_SCALED") == 3
-        with pytest.raises(EventloomError, match=r"5 replicas asked for, but NATS has 3 servers"):
+        with pytest.raises(
+            EventloomError, match=r"5 replicas asked for, but NATS could not place them on the 3 servers"
+        ):
             await ensure_bucket(client, "TEST_TOO_MANY", replicas=5)
     finally:
         await client.close()
@@ -179,7 +181,7 @@ async def test_a_comma_list_connects_past_a_dead_server(cluster: LocalCluster) -
 async def test_a_held_server_stays_down_until_released(cluster: LocalCluster) -> None:
     """The fault tests' way to work on a dead member's store: `<member>/hold` keeps the supervisor off."""
     settings = admin_settings(cluster)
-    client = await connect(cluster.url, persistent=False, credentials=credentials_of(settings))
+    client = await connect(cluster.url, credentials=credentials_of(settings))  # fails over if on the victim
     try:
         leader = await stream_leader(client, settings.stream)
         follower = next(s.name for s in cluster.servers() if s.name != leader)
@@ -253,7 +255,8 @@ def test_more_replicas_than_one_server_fails_with_a_clear_error(
         client = await connect(nats_server.url, persistent=False)
         try:
             with pytest.raises(
-                EventloomError, match=r"stream EVENTLOOM: 3 replicas asked for, but NATS has 1 server "
+                EventloomError,
+                match=r"stream EVENTLOOM: 3 replicas asked for, but NATS could not place them on the 1 server ",  # noqa: E501
             ):
                 await ensure_stream(client, settings)
             with pytest.raises(EventloomError, match=r"bucket B: 3 replicas asked for.*EVENTLOOM_REPLICAS"):

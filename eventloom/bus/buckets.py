@@ -12,7 +12,7 @@ from nats.aio.client import Client
 from nats.js import JetStreamContext
 from nats.js.kv import KeyValue
 
-from eventloom.bus.replicas import replicas_error
+from eventloom.bus.replicas import placed, replicas_error
 from eventloom.bus.stream import jetstream_api
 from eventloom.errors import EventloomError
 
@@ -40,17 +40,19 @@ async def ensure_bucket(
     js = js or client.jetstream()
     config = await _existing_config(client, name)
     if config is None:
-        try:
-            return await js.create_key_value(bucket=name, history=history, ttl=ttl, replicas=replicas)
-        except nats.js.errors.APIError as exc:
-            if exc.err_code != _STREAM_NAME_IN_USE:
-                raise replicas_error(client, f"bucket {name}", replicas, _error_of(exc)) from exc
+        created = await placed(client, replicas, lambda: _create(js, name, history, ttl, replicas))
+        if "bucket" in created:
+            bucket: KeyValue = created["bucket"]
+            return bucket
+        if created["error"].get("err_code") != _STREAM_NAME_IN_USE:
+            raise replicas_error(client, f"bucket {name}", replicas, created["error"])
         config = await _existing_config(client, name)
         if config is None:
             raise EventloomError(f"bucket {name}: neither created nor found")
     if int(config.get("num_replicas", 1)) < replicas:
-        response = await jetstream_api(
-            client, f"STREAM.UPDATE.KV_{name}", config | {"num_replicas": replicas}
+        scaled = config | {"num_replicas": replicas}
+        response = await placed(
+            client, replicas, lambda: jetstream_api(client, f"STREAM.UPDATE.KV_{name}", scaled)
         )
         if "error" in response:
             raise replicas_error(client, f"bucket {name}", replicas, response["error"])
@@ -83,5 +85,12 @@ async def _existing_config(client: Client, name: str) -> dict[str, Any] | None:
     raise EventloomError(f"bucket {name}: {info['error'].get('description')}")
 
 
-def _error_of(exc: nats.js.errors.APIError) -> dict[str, Any]:
-    return {"err_code": exc.err_code, "description": exc.description}
+async def _create(
+    js: JetStreamContext, name: str, history: int, ttl: float | None, replicas: int
+) -> dict[str, Any]:
+    """A new bucket as {"bucket": ...}, or the server's refusal as {"error": ...} (for `placed`)."""
+    try:
+        bucket = await js.create_key_value(bucket=name, history=history, ttl=ttl, replicas=replicas)
+    except nats.js.errors.APIError as exc:
+        return {"error": {"err_code": exc.err_code, "description": exc.description}}
+    return {"bucket": bucket}

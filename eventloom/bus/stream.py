@@ -9,7 +9,7 @@ import msgspec
 import nats.errors
 from nats.aio.client import Client
 
-from eventloom.bus.replicas import replicas_error
+from eventloom.bus.replicas import placed, replicas_error
 from eventloom.errors import EventloomError
 from eventloom.settings import Settings
 
@@ -77,7 +77,7 @@ async def ensure_stream(client: Client, settings: Settings) -> StreamLayout:
             name=name, partitions=partitions, atomic_batches=bool(existing.get("allow_atomic"))
         )
     verb = f"STREAM.UPDATE.{name}" if existing is not None else f"STREAM.CREATE.{name}"
-    response = await _admin_api(client, verb, config)
+    response = await placed(client, replicas, lambda: _admin_api(client, verb, config))
     if "error" in response and config.pop("allow_atomic", None):
         response = await jetstream_api(client, verb, config)  # servers before 2.12 lack atomic batches
     if "error" in response:
@@ -144,7 +144,9 @@ async def _ensure_dlq(client: Client, replicas: int) -> None:
     if "error" not in info and not _differs(info["config"], config):
         return
     verb = "UPDATE" if "error" not in info else "CREATE"
-    response = await _admin_api(client, f"STREAM.{verb}.{DLQ_STREAM}", config)
+    response = await placed(
+        client, replicas, lambda: _admin_api(client, f"STREAM.{verb}.{DLQ_STREAM}", config)
+    )
     if "error" in response:
         raise replicas_error(client, f"stream {DLQ_STREAM}", replicas, response["error"])
 
