@@ -37,6 +37,11 @@ from eventloom.tail import MalformedMessageError, TailFinder, event_at, last_eve
 IDEMPOTENCY_BUCKET: Final = "EVENTLOOM_IDEMPOTENCY"
 WRONG_LAST_SEQUENCE: Final = 10071
 MAX_BATCH: Final = 1000  # the server's limit for one atomic batch
+ATTEMPT_TIMEOUT_S: Final = 2.0
+"""How long an idempotent append (and its idempotency-bucket read and write) waits for one answer before
+trying again. A request in flight to a stream leader that is killed is never answered; waiting the whole
+publish timeout (10 s) for it would add 10 s to the election (4-9 s in nats-server). A retry is safe: it
+carries the same Nats-Msg-Id, so a first try that was stored is answered as a duplicate."""
 _T = TypeVar("_T")
 _TRANSIENT = (
     nats.errors.TimeoutError,
@@ -91,6 +96,7 @@ class Appender:
         *,
         max_attempts: int = 20,
         publish_timeout: float = 10.0,
+        attempt_timeout: float = ATTEMPT_TIMEOUT_S,
         keys: KeyStore | None = None,
         replicas: int = 1,
     ) -> None:
@@ -98,6 +104,7 @@ class Appender:
         self._replicas = replicas  # of the idempotency bucket, when this appender creates it
         self._tails = TailFinder(client, layout, keys)
         self._js = client.jetstream(timeout=publish_timeout)
+        self._js_retried = client.jetstream(timeout=min(attempt_timeout, publish_timeout))
         self._layout = layout
         self._sealer = Sealer(signer)
         self._max_attempts = max_attempts
@@ -289,7 +296,7 @@ class Appender:
                 _check_expected(writer.session, request.expected_seq, tail.seq)
                 (event,) = await self._sealer.seal([request], tail.seq, tail.hash, tail.ts)
                 headers = {"Nats-Msg-Id": msg_id, "Nats-Expected-Last-Subject-Sequence": str(tail.stream_seq)}
-                ack = await self._js.publish(writer.subject, encode_event(event), headers=headers)
+                ack = await self._js_retried.publish(writer.subject, encode_event(event), headers=headers)
             except nats.js.errors.APIError as exc:
                 if exc.err_code != WRONG_LAST_SEQUENCE:
                     raise await append_refused(self._client, self._layout.name, exc) from exc
@@ -297,7 +304,9 @@ class Appender:
                 await _jitter(attempt)
                 continue
             except _TRANSIENT as exc:
-                unavailable, writer.tail = exc, None
+                # The tail is kept: re-reading it would wait on the same leaderless stream, and a stale one
+                # fails the publish's last-sequence guard and is re-read then.
+                unavailable = exc
                 await _jitter(attempt, base=0.1)
                 continue  # the retry carries the same Nats-Msg-Id, so a stored first try is deduplicated
             if ack.duplicate:
@@ -327,7 +336,7 @@ class Appender:
     async def _idempotency_kv(self) -> KeyValue:
         if self._kv is None:
             self._kv = await ensure_bucket(
-                self._client, IDEMPOTENCY_BUCKET, replicas=self._replicas, js=self._js
+                self._client, IDEMPOTENCY_BUCKET, replicas=self._replicas, js=self._js_retried
             )
         return self._kv
 
