@@ -33,15 +33,17 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import msgspec
 from common import console, machine, percentiles, progress_bar, server_binary_version
+from partitions import process_cpu_s
 
 from eventloom.log import EventLog
+from eventloom.runtime import RuntimeInfo
 from eventloom.settings import Settings
 from gateway.node_process import NodeProcess
 from tests.cluster_checks import (
@@ -92,23 +94,40 @@ def settings_for(root: Path, **overrides: Any) -> Settings:
     return Settings(data_dir=root / "data", **(chosen | overrides))
 
 
-async def rate(client: AppendingClient, seconds: float) -> float:
-    """Acknowledged appends per second over `seconds` after a warm-up from the first acknowledgement."""
+@dataclass
+class Rate:
+    per_s: float
+    cpu_s_per_1k: dict[str, float]  # CPU seconds per 1,000 acknowledged appends: the node, the nats-servers
+
+
+async def rate(client: AppendingClient, seconds: float, node: RuntimeInfo) -> Rate:
+    """Acknowledged appends per second over `seconds` after a warm-up from the first acknowledgement, and
+    the CPU the node and its nats-server(s) spent meanwhile (on 2 vCPUs, three servers compete for them)."""
     await client.wait_for_acks(1)
     first = min(a.acked or 0.0 for a in read_acks(client.acked_path))
     start, end = first + WARM_UP_S, first + WARM_UP_S + seconds
-    await asyncio.sleep(max(0.0, end - time.monotonic()) + 0.5)
+    nats_pids = [s.pid for s in node.nats_servers if s.pid] or [node.nats_pid or 0]
+    await asyncio.sleep(max(0.0, start - time.monotonic()))
+    before = (process_cpu_s(node.pid), sum(map(process_cpu_s, nats_pids)))
+    await asyncio.sleep(max(0.0, end - time.monotonic()))
+    after = (process_cpu_s(node.pid), sum(map(process_cpu_s, nats_pids)))
+    await asyncio.sleep(0.5)  # the acknowledgements of the window's last appends are written
     acked = [a.acked for a in read_acks(client.acked_path) if a.acked is not None]
-    return sum(start <= t < end for t in acked) / seconds
+    count = sum(start <= t < end for t in acked)
+    per_1k = {
+        name: round((after[i] - before[i]) / max(count, 1) * 1000, 2)
+        for i, name in enumerate(("node", "nats_servers"))
+    }
+    return Rate(count / seconds, per_1k)
 
 
-async def r1_rate(root: Path, seconds: float) -> float:
+async def r1_rate(root: Path, seconds: float) -> Rate:
     node = NodeProcess(settings_for(root))
     console.print("R1: one nats-server")
     info = await asyncio.to_thread(node.start, NODE_START_TIMEOUT_S)
     client = AppendingClient(root / "load", node.settings.data_dir, info.nats_url)
     try:
-        measured = await rate(client, seconds)
+        measured = await rate(client, seconds, info)
         await client.stop()
     finally:
         client.kill()
@@ -176,7 +195,7 @@ async def r3_and_faults(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     settings = replace(cluster.settings, nats_url=cluster.url, replicas=1)
     client = AppendingClient(root / "load", settings.data_dir, cluster.url, deadline=3600)
     try:
-        measured = await rate(client, args.seconds)
+        measured = await rate(client, args.seconds, cluster.runtime())
         async with await EventLog.open(settings) as log:
             version = str(log.client._server_info.get("version", ""))
             faults = await run_faults(cluster, client, log, args)
@@ -188,7 +207,7 @@ async def r3_and_faults(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     return {"rate": measured, "faults": faults, "client": summary, "checks": checks, "version": version}
 
 
-def result(r1: float, r3: dict[str, Any], args: argparse.Namespace, load: float) -> dict[str, Any]:
+def result(r1: Rate, r3: dict[str, Any], args: argparse.Namespace, load: float) -> dict[str, Any]:
     faults, checks = r3["faults"], r3["checks"]
     audit_end = checks["audit"]
     failovers = [f["failover_s"] for f in faults if f.get("failover_s") is not None]
@@ -201,7 +220,7 @@ def result(r1: float, r3: dict[str, Any], args: argparse.Namespace, load: float)
         lost_by_kind[kind] = lost_by_kind.get(kind, 0) + fault["lost"]
         stale_by_kind[kind] = stale_by_kind.get(kind, 0) + fault["first_read_missing"]
     fail = percentiles(failovers) if failovers else {"p50": None, "p95": None, "max": None}
-    ratio = r3["rate"] / r1 if r1 else 0.0
+    ratio = r3["rate"].per_s / r1.per_s if r1.per_s else 0.0
     after = checks.get("after_repair", audit_end)
     return {
         "benchmark": "cluster",
@@ -210,8 +229,9 @@ def result(r1: float, r3: dict[str, Any], args: argparse.Namespace, load: float)
         "duplicates": audit_end["duplicates"],
         "faults_injected": {"count": len(faults), "by_kind": by_kind},
         "failover_s": {"p50": fail["p50"], "max": fail["max"], "samples": failovers},
-        "append_rate_per_s": {"R1": round(r1, 1), "R3": round(r3["rate"], 1)},
+        "append_rate_per_s": {"R1": round(r1.per_s, 1), "R3": round(r3["rate"].per_s, 1)},
         "r3_over_r1": round(ratio, 3),
+        "cpu_s_per_1k_appends": {"R1": r1.cpu_s_per_1k, "R3": r3["rate"].cpu_s_per_1k},
         "goals": {
             "lost_0": audit_end["lost"] == 0,
             "duplicates_0": audit_end["duplicates"] == 0,
@@ -235,7 +255,7 @@ def result(r1: float, r3: dict[str, Any], args: argparse.Namespace, load: float)
 async def bench(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     load = round(os.getloadavg()[0], 2)
     r1 = await r1_rate(root / "r1", args.seconds)
-    console.print(f"R1: {r1:.1f} appends/s")
+    console.print(f"R1: {r1.per_s:.1f} appends/s")
     r3 = await r3_and_faults(root / "r3", args)
     return result(r1, r3, args, load)
 

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import msgspec
+import nats.errors
+import nats.js.errors
 from typer.testing import CliRunner
 
 from eventloom.bus.consumer import read_stream
@@ -101,8 +104,23 @@ async def stream_sessions(log: EventLog) -> tuple[dict[str, list[Event]], dict[s
     return dict(sessions), undecodable
 
 
+async def _read_retried(
+    log: EventLog, timeout: float = 60.0
+) -> tuple[dict[str, list[Event]], dict[str, str]]:
+    """`stream_sessions`, tried again while JetStream is electing (after a pause the meta leader may move:
+    503 'JetStream system temporarily unavailable', or no answer for a moment)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await stream_sessions(log)
+        except (nats.js.errors.ServiceUnavailableError, nats.errors.TimeoutError, TimeoutError):
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.5)
+
+
 async def audit(log: EventLog, acks: list[Ack]) -> tuple[Audit, dict[str, list[Event]]]:
-    stream, undecodable = await stream_sessions(log)
+    stream, undecodable = await _read_retried(log)
     keyring = await asyncio.to_thread(KeyStore(log.settings.data_dir).load_keyring)
     found = Audit(acked=len(acks), stream_events=sum(len(e) for e in stream.values()))
     found.chain_breaks.update(undecodable)
