@@ -47,12 +47,13 @@ from tests.faults import (
 
 pytestmark = pytest.mark.slow
 SEQUENCE = (KILL_LEADER, PAUSE, KILL_RESTART, WIPE, TRUNCATE, BITFLIP, KILL_LEADER)
+SESSIONS = 2  # concurrent sessions, half the benchmark's: fewer events to check at the end
 ACKS_BETWEEN_FAULTS = 60  # appends acknowledged after each fault before the next: the cluster works again
 
 
 async def _faults_with_appends(cluster: LocalCluster, root: Path) -> dict[str, Any]:
     settings = replace(cluster.settings, nats_url=cluster.url, replicas=1)
-    client = AppendingClient(root / "load", settings.data_dir, cluster.url)
+    client = AppendingClient(root / "load", settings.data_dir, cluster.url, sessions=SESSIONS)
     report: dict[str, Any] = {"faults": []}
     try:
         async with await EventLog.open(settings) as log:
