@@ -13,8 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import msgspec
@@ -23,59 +22,26 @@ from nats.aio.msg import Msg
 
 from eventloom.bus.consumer import ConsumerSpec, DurableConsumer
 from eventloom.bus.stream import StreamLayout
-from eventloom.citations import UNCITED
-from eventloom.dlq import DeadLetter, dead_letter, forget_dead_letter, list_dead_letters, take_retry_requests
+from eventloom.dlq import forget_dead_letter, take_retry_requests
 from eventloom.errors import ReadModelBrokenError, ReadModelUnavailableError
-from eventloom.event import Event, decode_event
+from eventloom.event import decode_event
 from eventloom.keys import KeyStore
-from eventloom.settings import DEFAULT_PROJECTOR_ACK_WAIT_S
 from eventloom.stages import StageTimes
 from eventloom.tail import event_at
 from eventloom.trust import UNVERIFIED, EventVerifier
 from projectors.batches import CheckedBatch, FetchedEvent, sort_batch
+from projectors.dead_letters import DeadLetterBox
 from projectors.keepalive import InProgress
 from projectors.lease import ConsumerLease, Fenced
 from projectors.partitions import consumer_name
 from projectors.protocol import Idles, Profiled, Projector, Rebuildable, SkipsSessions
+from projectors.runner_options import RunnerOptions, RunnerStats, TroubleListener
 from projectors.status import StatsPublisher
+
+__all__ = ["ProjectorRunner", "RunnerOptions", "RunnerStats", "TroubleListener"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class RunnerOptions:
-    batch: int = 2000
-    """The largest batch. A fetch takes what is waiting, up to this: a caught-up projector applies a few
-    events at a time (fresh), one behind applies large batches (each batch's fixed costs, a transaction
-    and a statement per kind of row, shared by more events)."""
-    max_deliver: int = 5
-    backoff_s: Sequence[float] = (0.5, 2.0, 10.0, 30.0)
-    fetch_timeout_s: float = 0.5
-    ack_wait_s: float = DEFAULT_PROJECTOR_ACK_WAIT_S
-    """What this worker holds unacknowledged this long goes to another worker of its consumer (failover);
-    while alive it keeps its batch with in-progress acks (`projectors.keepalive`)."""
-    unavailable_retry_s: Sequence[float] = (0.5, 1.0, 2.0, 5.0)
-    retry_check_s: float = 5.0
-
-
-@dataclass
-class RunnerStats:
-    applied: int = 0
-    skipped: int = 0
-    dead_lettered: int = 0
-    refused: int = 0  # events that failed verification (also counted in dead_lettered)
-    last_refusal: str | None = None
-    retried: int = 0
-    fenced: int = 0  # times this worker lost its lease and stood by again
-    batches: int = 0
-    paused_s: float = 0.0
-    started_at: float = field(default_factory=time.monotonic)
-    stages: StageTimes = field(default_factory=StageTimes)
-
-
-TroubleListener = Callable[[str | None, float | None], Awaitable[None]]
-"""Hears why a worker cannot go on (and when it tries again), and `None` once it can."""
 
 
 class ProjectorRunner:
@@ -119,10 +85,17 @@ class ProjectorRunner:
             ),
         )
         self._stats_publisher = StatsPublisher(client, self.consumer)
-        self._dead: set[tuple[str, int]] = set()  # (session, seq) this consumer dead-lettered
         self.in_order = role != "producer"  # producers are fenced per derivation; order does not matter
         self.stats = RunnerStats()
+        self._letters = DeadLetterBox(
+            client,
+            self.consumer,
+            self.stats,
+            max_deliver=self.options.max_deliver,
+            backoff_s=self.options.backoff_s,
+        )
         self.ready = asyncio.Event()
+        self._in_flight: asyncio.Task[None] | None = None  # the batch being written
         self.in_progress = InProgress(self.options.ack_wait_s, alive=lambda: lease is None or lease.held)
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -174,43 +147,16 @@ class ProjectorRunner:
         if took_over:
             await self._reclaim()
         await self._verifier.open()
-        letters = await list_dead_letters(self._client, self.consumer)
-        self._dead = {(d.session, d.seq) for d in letters if d.session is not None and d.seq is not None}
+        await self._letters.load()
         if self.adopt_swaps:
             await self._follow_swap()  # a swap may have happened while this worker was down
         self.ready.set()
-        in_flight: asyncio.Task[None] | None = None
         keepalive = asyncio.create_task(self.in_progress.run())
         try:
-            while not stop.is_set():
-                await self._fence()  # a fenced worker must not even pull: what it pulls, others wait for
-                with self.stats.stages.timed("fetch"):
-                    messages = await self._consumer.fetch(
-                        self.options.batch, timeout=self.options.fetch_timeout_s
-                    )
-                self.in_progress.hold(messages)
-                # the next batch is decoded and verified while the previous one is written (the store
-                # writes on a thread of its own): the two halves of the work overlap
-                checked = await self._check(messages) if messages else None
-                if in_flight is not None:
-                    finishing, in_flight = in_flight, None
-                    await finishing
-                if checked is not None:
-                    in_flight = asyncio.create_task(self._apply_and_report(checked, messages))
-                else:
-                    await self._report_stats()
-                    if isinstance(self.projector, Idles):
-                        await self._with_store(self.projector.idle)  # caught up: housekeeping now
-                if self._housekeeping_due():
-                    if in_flight is not None:
-                        finishing, in_flight = in_flight, None
-                        await finishing
-                    await self._retry_requested()
-                    await self._follow_swap()
-            if in_flight is not None:
-                await in_flight  # the batch in hand is finished, and acknowledged, before stopping
+            await self._pump(stop)
         finally:
             keepalive.cancel()
+            in_flight, self._in_flight = self._in_flight, None
             if in_flight is not None and not in_flight.done():
                 in_flight.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Fenced):
@@ -219,6 +165,36 @@ class ProjectorRunner:
                 self.ready.clear()
             self._verifier.close()
             await self._consumer.close()
+
+    async def _pump(self, stop: asyncio.Event) -> None:
+        """Fetch, check and apply batches until `stop`; the batch in hand is finished (and acknowledged)."""
+        while not stop.is_set():
+            await self._fence()  # a fenced worker must not even pull: what it pulls, others wait for
+            with self.stats.stages.timed("fetch"):
+                messages = await self._consumer.fetch(
+                    self.options.batch, timeout=self.options.fetch_timeout_s
+                )
+            self.in_progress.hold(messages)
+            # the next batch is decoded and verified while the previous one is written (the store writes
+            # on a thread of its own): the two halves of the work overlap
+            checked = await self._check(messages) if messages else None
+            await self._finish_in_flight()
+            if checked is not None:
+                self._in_flight = asyncio.create_task(self._apply_and_report(checked, messages))
+            else:
+                await self._report_stats()
+                if isinstance(self.projector, Idles):
+                    await self._with_store(self.projector.idle)  # caught up: housekeeping now
+            if self._housekeeping_due():
+                await self._finish_in_flight()
+                await self._retry_requested()
+                await self._follow_swap()
+        await self._finish_in_flight()
+
+    async def _finish_in_flight(self) -> None:
+        finishing, self._in_flight = self._in_flight, None
+        if finishing is not None:
+            await finishing
 
     async def _fence(self) -> None:
         """Raise `Fenced` once another worker may have taken this consumer's lease."""
@@ -270,7 +246,7 @@ class ProjectorRunner:
                 try:
                     items.append(FetchedEvent(message, decode_event(message.data)))
                 except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                    await self._dead_letter(message, None, f"not a valid event: {exc}")
+                    await self._letters.letter(message, None, f"not a valid event: {exc}")
         items = await self._without_skipped_sessions(items)
         with stages.timed("verify"):
             verdicts = await self._verifier.verify([item.event for item in items]) if items else []
@@ -286,14 +262,14 @@ class ProjectorRunner:
         stages = self.stats.stages
         with stages.timed("checkpoint_read"):
             applied = await self._applied_seqs(checked.items)
-        batch = sort_batch(checked, applied, self._dead, in_order=self.in_order)
+        batch = sort_batch(checked, applied, self._letters.dead, in_order=self.in_order)
         for item in batch.applied_already:
             self.stats.skipped += 1
             await item.message.ack()
         for item in batch.waiting:
             await item.message.nak(delay=self.options.backoff_s[0])
         for item, reason in batch.refused:
-            await self._refuse(item, reason)
+            await self._letters.refuse(item, reason)
         ready = batch.ready
         if not ready:
             return
@@ -310,17 +286,6 @@ class ProjectorRunner:
             for item in ready:
                 await item.message.ack()
         self.stats.applied += len(ready)
-
-    async def _refuse(self, item: FetchedEvent, reason: str) -> None:
-        """Dead-letter an event that failed verification, unapplied (nothing it claims is taken as true)."""
-        self.stats.refused += 1
-        self.stats.last_refusal = f"{item.event.session}#{item.event.seq}: {reason}"
-        stream_seq = item.message.metadata.sequence.stream
-        log.warning("%s: refused stream seq %s: %s", self.consumer, stream_seq, reason)
-        # An event refused for what it cites is genuine (signed, chained): its seq is known, so the
-        # session's later events go on past it. An unverified one's seq is not to be believed.
-        genuine = item.event if reason.startswith(UNCITED) else None
-        await self._dead_letter(item.message, genuine, reason, session=item.event.session)
 
     async def _follow_swap(self) -> None:
         """After `eventloom rebuild` swapped in a new generation: reopen on it and continue where it ends."""
@@ -395,31 +360,11 @@ class ProjectorRunner:
             except ReadModelBrokenError:
                 raise
             except Exception as exc:
-                if not await self._failed(item, exc):
+                if not await self._letters.failed(item, exc):
                     failed_sessions.add(event.session)
                 continue
             self.stats.applied += 1
             await item.message.ack()
-
-    async def _failed(self, item: FetchedEvent, error: Exception) -> bool:
-        """Dead-letter after the last attempt (True), else ask for a later redelivery (False)."""
-        attempts = item.message.metadata.num_delivered or 1
-        event = item.event
-        if attempts >= self.options.max_deliver:
-            await self._dead_letter(item.message, event, f"{type(error).__name__}: {error}", attempts)
-            return True
-        delay = self.options.backoff_s[min(attempts - 1, len(self.options.backoff_s) - 1)]
-        log.warning(
-            "%s: %s#%s failed (attempt %s), retrying in %ss: %s",
-            self.consumer,
-            event.session,
-            event.seq,
-            attempts,
-            delay,
-            error,
-        )
-        await item.message.nak(delay=delay)
-        return False
 
     async def _with_store(self, call: Callable[[], Awaitable[T]]) -> T:
         """Retry while the read model is unavailable: pause, never ack, never dead-letter."""
@@ -444,25 +389,3 @@ class ProjectorRunner:
         self.trouble = trouble
         if self._on_trouble is not None:
             await self._on_trouble(trouble, retry_in_s)
-
-    async def _dead_letter(
-        self, message: Msg, event: Event | None, error: str, attempts: int = 1, *, session: str | None = None
-    ) -> None:
-        """Dead-letter `message`; an unverified one has no `event` (nothing it claims is taken as true)."""
-        self.stats.dead_lettered += 1
-        if event is not None:
-            self._dead.add((event.session, event.seq))
-        await dead_letter(
-            self._client,
-            DeadLetter(
-                consumer=self.consumer,
-                stream_seq=message.metadata.sequence.stream,
-                subject=message.subject,
-                error=error,
-                attempts=attempts,
-                session=event.session if event else session,
-                seq=event.seq if event else None,
-                data=message.data.decode("utf-8", "replace"),
-            ),
-        )
-        await message.ack()
