@@ -57,6 +57,7 @@ TICK_S = 0.1
 CATCH_UP_TIMEOUT_S = 1800.0
 WINDOW_S = 300.0
 BURST_CHUNK = 500
+MAX_IN_FLIGHT = 32
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -70,6 +71,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--settle", type=float, default=40.0, help="seconds after a burst's catch-up")
     parser.add_argument("--projectors", default="all", help="EVENTLOOM_PROJECTORS of the node (default all)")
     parser.add_argument("--producers", default="all", help="EVENTLOOM_PRODUCERS of the node (default all)")
+    parser.add_argument(
+        "--buffer-pool-mb", type=int, default=None, help="EVENTLOOM_LADYBUG_BUFFER_POOL_MB of the node"
+    )
     parser.add_argument(
         "--unbounded",
         action="store_true",
@@ -198,29 +202,40 @@ class Soak:
         )
 
     async def ask(self, stop: asyncio.Event, intervals: list[Interval]) -> None:
-        """`--queries-per-s` questions, alternating checkout and search, each timed into its interval."""
+        """`--queries-per-s` questions on a fixed schedule (open loop: a slow answer does not slow the asking,
+        up to `MAX_IN_FLIGHT` unanswered), alternating checkout and search, each timed into its interval."""
         if self.args.queries_per_s <= 0:
             return
         period, n = 1 / self.args.queries_per_s, 0
         questions = self.corpus.questions(1000)
+        in_flight = asyncio.Semaphore(MAX_IN_FLIGHT)
+        asked: set[asyncio.Task[None]] = set()
         next_at = time.perf_counter()
         while not stop.is_set():
-            text, session = questions[n % len(questions)]
-            interval, started = intervals[-1], time.perf_counter()
-            try:
-                if n % 2 == 0:
-                    await self.memory.checkout(CheckoutRequest(text=text, session=session))
-                    interval.checkout_ms.append((time.perf_counter() - started) * 1000)
-                else:
-                    await self.memory.query(Query(text=text, session=session))
-                    interval.search_ms.append((time.perf_counter() - started) * 1000)
-            except Exception as error:  # counted and shown: a soak goes on
-                interval.errors += 1
-                if interval.errors == 1:
-                    console.print(f"[yellow]query failed: {error!r}[/]")
+            await in_flight.acquire()
+            task = asyncio.create_task(self.ask_one(n, questions[n % len(questions)], intervals[-1]))
+            asked.add(task)
+            task.add_done_callback(asked.discard)
+            task.add_done_callback(lambda _: in_flight.release())
             n += 1
             next_at += period
             await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
+        await asyncio.gather(*asked)
+
+    async def ask_one(self, n: int, question: tuple[str, str | None], interval: Interval) -> None:
+        text, session = question
+        started = time.perf_counter()
+        try:
+            if n % 2 == 0:
+                await self.memory.checkout(CheckoutRequest(text=text, session=session))
+                interval.checkout_ms.append((time.perf_counter() - started) * 1000)
+            else:
+                await self.memory.query(Query(text=text, session=session))
+                interval.search_ms.append((time.perf_counter() - started) * 1000)
+        except Exception as error:  # counted and shown: a soak goes on
+            interval.errors += 1
+            if interval.errors == 1:
+                console.print(f"[yellow]query failed: {error!r}[/]")
 
 
 def soak_summary(
@@ -257,6 +272,8 @@ def soak_summary(
 
 async def bench(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
     settings = Settings(data_dir=data_dir, projectors=args.projectors, producers=args.producers)
+    if args.buffer_pool_mb is not None:
+        settings = replace(settings, ladybug_buffer_pool_mb=args.buffer_pool_mb)
     if args.unbounded:
         settings = replace(settings, ladybug_buffer_pool_mb=0, malloc_arenas=0, memory_trim_s=0.0)
     node = NodeProcess(settings)
