@@ -200,6 +200,7 @@ class Appender:
                 unavailable, writer.tail = exc, None
                 if events and await self._reconcile(writer, events, attempt):
                     return events
+                await _unavailable_wait(attempt)
                 continue
             last = events[-1]
             writer.tail = _Tail(last.seq, last.hash, last.ts, stream_seq)
@@ -307,7 +308,7 @@ class Appender:
                 # The tail is kept: re-reading it would wait on the same leaderless stream, and a stale one
                 # fails the publish's last-sequence guard and is re-read then.
                 unavailable = exc
-                await _jitter(attempt, base=0.1)
+                await _unavailable_wait(attempt)
                 continue  # the retry carries the same Nats-Msg-Id, so a stored first try is deduplicated
             if ack.duplicate:
                 writer.tail = None
@@ -330,7 +331,7 @@ class Appender:
                 return await operation()
             except _TRANSIENT as exc:
                 failure = exc
-                await _jitter(attempt, base=0.1)
+                await _unavailable_wait(attempt)
         raise BusUnavailableError(f"NATS did not answer for the idempotency bucket: {failure!r}") from failure
 
     async def _idempotency_kv(self) -> KeyValue:
@@ -378,3 +379,11 @@ async def _remember(kv: KeyValue, key: str, stream_seq: int) -> None:
 
 async def _jitter(attempt: int, base: float = 0.002) -> None:
     await asyncio.sleep(min(0.5, base * (2 ** min(attempt, 8))) * random.random())
+
+
+async def _unavailable_wait(attempt: int) -> None:
+    """The wait before retrying an append NATS did not answer. While a stream elects a new leader (4-9 s in
+    nats-server, and a second round can follow) a publish can be refused at once ("no responders"), so the
+    retries must span the election, not just count: quick at first, then 1.5 s apart, about 20 s over the
+    default 20 attempts."""
+    await asyncio.sleep(min(1.5, 0.1 * 2 ** min(attempt, 4)) * (0.75 + random.random() / 4))

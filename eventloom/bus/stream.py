@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from typing import Any, Final
 
@@ -54,6 +55,23 @@ async def jetstream_api(
     return response
 
 
+_INFO_ATTEMPTS: Final = 8
+_INFO_TIMEOUT_S: Final = 2.0
+
+
+async def stream_info(client: Client, name: str) -> dict[str, Any]:
+    """`STREAM.INFO` for `name`, asked again while nobody answers: a replicated stream electing a leader
+    (a server just died or restarted) leaves the request unanswered rather than refusing it."""
+    for attempt in range(_INFO_ATTEMPTS):
+        try:
+            return await jetstream_api(client, f"STREAM.INFO.{name}", timeout=_INFO_TIMEOUT_S)
+        except (nats.errors.TimeoutError, nats.errors.NoRespondersError):
+            if attempt == _INFO_ATTEMPTS - 1:
+                raise
+            await asyncio.sleep(0.2)
+    raise AssertionError("unreachable")
+
+
 async def ensure_stream(client: Client, settings: Settings) -> StreamLayout:
     """Create the stream, or upgrade its config in place.
 
@@ -61,7 +79,7 @@ async def ensure_stream(client: Client, settings: Settings) -> StreamLayout:
     replica count an operator gave it: an upgrade never scales a clustered stream down.
     """
     name = settings.stream
-    info = await jetstream_api(client, f"STREAM.INFO.{name}")
+    info = await stream_info(client, name)
     if "error" in info and info["error"].get("err_code") != 10059:  # 10059: stream not found
         raise EventloomError(f"stream {name}: {info['error'].get('description')}")
     existing = info.get("config") if "error" not in info else None
@@ -89,7 +107,7 @@ async def ensure_stream(client: Client, settings: Settings) -> StreamLayout:
 
 async def describe_stream(client: Client, name: str = "EVENTLOOM") -> StreamLayout:
     """The layout of an existing stream, without creating or changing anything."""
-    info = await jetstream_api(client, f"STREAM.INFO.{name}")
+    info = await stream_info(client, name)
     if "error" in info:
         raise EventloomError(f"stream {name}: {info['error'].get('description')} (nothing appended yet?)")
     config = info["config"]
@@ -130,7 +148,7 @@ def _stream_config(name: str, partitions: int, duplicate_window_s: float, replic
 
 
 async def _ensure_dlq(client: Client, replicas: int) -> None:
-    info = await jetstream_api(client, f"STREAM.INFO.{DLQ_STREAM}")
+    info = await stream_info(client, DLQ_STREAM)
     if "error" not in info:  # like the event stream: never scaled down
         replicas = max(replicas, int(info["config"].get("num_replicas", 1)))
     config = {
