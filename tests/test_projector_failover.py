@@ -4,7 +4,7 @@ lease writes nothing more. Also: what a live worker holds stays its own however 
 writers of one batch apply it once.
 
 Real nats-server, real Neo4j, real `eventloom projector run graph` processes; `ConsumerWatch`
-(bench/failover.py) sees from the side every pull, delivery and answer.
+(bench/consumer_watch.py) sees from the side every pull, delivery and answer.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from tests.runtime_support import drained, running
 from tests.test_batched_projection import mixed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from consumer_watch import ConsumerWatch
 from failover import (
-    ConsumerWatch,
     Workers,
     graph_state,
     kill_mid_batch,

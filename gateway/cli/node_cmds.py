@@ -15,10 +15,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from eventloom.bus.connection import connect, credentials_of
-from eventloom.bus.stream import DLQ_STREAM, describe_stream, jetstream_api
+from eventloom.bus.stream import DLQ_STREAM, StreamLayout, describe_stream, jetstream_api
 from eventloom.errors import EventloomError
 from eventloom.ledger.files import ledger_path, ledger_sessions, read_incidents, read_tip
-from eventloom.runtime import RoleState, read_runtime, resolve_nats_url
+from eventloom.runtime import RoleState, RuntimeInfo, read_runtime, resolve_nats_url
 from eventloom.settings import Settings, default_replicas
 from gateway.cli.common import (
     EXIT_FAILED,
@@ -225,50 +225,63 @@ async def _status(settings: Settings) -> dict[str, Any]:
         ]
     finally:
         await client.close()
-    state = info.get("state", {})
-    node = read_runtime(settings.runtime_file)
     return {
-        "node": {
-            "pid": node.pid,
-            "embedded_nats": node.embedded,
-            "roles": node.roles,
-            "http_url": node.http_url,
-            "role_states": msgspec.to_builtins(node.role_states),
-            "failing": msgspec.to_builtins(node.failing()),
-        }
-        if node
-        else None,
+        "node": _node_summary(read_runtime(settings.runtime_file)),
         "nats_url": url,
-        "stream": {
-            "name": layout.name,
-            "partitions": layout.partitions,
-            "atomic_batches": layout.atomic_batches,
-            "messages": state.get("messages", 0),
-            "bytes": state.get("bytes", 0),
-            "first_seq": state.get("first_seq", 0),
-            "last_seq": state.get("last_seq", 0),
-            "sessions": state.get("num_subjects", 0),
-            "replicas": int(info.get("config", {}).get("num_replicas", 1)),
-            "cluster": _cluster_of(info),
-        },
-        "consumers": [
-            {
-                "name": c["name"],
-                "lag": c.get("num_pending", 0) + c.get("num_ack_pending", 0),
-                "lag_s": lag_s,
-                "pending": c.get("num_pending", 0),
-                "ack_pending": c.get("num_ack_pending", 0),
-                "delivered": c.get("delivered", {}).get("stream_seq", 0),
-                "durable": bool(c.get("config", {}).get("durable_name")),
-                "refused": refused.get(c["name"], 0),
-            }
-            for c, lag_s in zip(listed, lags, strict=True)
-        ],
+        "stream": _stream_summary(layout, info),
+        "consumers": _consumer_rows(listed, lags, refused),
         "dead_letters": dlq.get("state", {}).get("messages", 0),
         "refused": sum(refused.values()),
         "ledger": await asyncio.to_thread(_ledger_summary, settings),
         "ledger_incidents": await asyncio.to_thread(read_incidents, settings.ledger_dir),
     }
+
+
+def _node_summary(node: RuntimeInfo | None) -> dict[str, Any] | None:
+    if node is None:
+        return None
+    return {
+        "pid": node.pid,
+        "embedded_nats": node.embedded,
+        "roles": node.roles,
+        "http_url": node.http_url,
+        "role_states": msgspec.to_builtins(node.role_states),
+        "failing": msgspec.to_builtins(node.failing()),
+    }
+
+
+def _stream_summary(layout: StreamLayout, info: dict[str, Any]) -> dict[str, Any]:
+    state = info.get("state", {})
+    return {
+        "name": layout.name,
+        "partitions": layout.partitions,
+        "atomic_batches": layout.atomic_batches,
+        "messages": state.get("messages", 0),
+        "bytes": state.get("bytes", 0),
+        "first_seq": state.get("first_seq", 0),
+        "last_seq": state.get("last_seq", 0),
+        "sessions": state.get("num_subjects", 0),
+        "replicas": int(info.get("config", {}).get("num_replicas", 1)),
+        "cluster": _cluster_of(info),
+    }
+
+
+def _consumer_rows(
+    listed: list[dict[str, Any]], lags: list[float | None], refused: dict[str, int]
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": c["name"],
+            "lag": c.get("num_pending", 0) + c.get("num_ack_pending", 0),
+            "lag_s": lag_s,
+            "pending": c.get("num_pending", 0),
+            "ack_pending": c.get("num_ack_pending", 0),
+            "delivered": c.get("delivered", {}).get("stream_seq", 0),
+            "durable": bool(c.get("config", {}).get("durable_name")),
+            "refused": refused.get(c["name"], 0),
+        }
+        for c, lag_s in zip(listed, lags, strict=True)
+    ]
 
 
 def _cluster_of(info: dict[str, Any]) -> dict[str, Any] | None:
