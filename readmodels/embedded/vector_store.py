@@ -21,16 +21,19 @@ import msgspec
 import numpy as np
 
 from eventloom.event import citation
-from readmodels.documents import DocKind, EventDocs, MemoryDoc, doc_identity
+from readmodels.documents import DocKind, EventDocs, MemoryDoc
 from readmodels.embedded.sqlite_db import (
     CHECKPOINTS_TABLE,
     SqliteDb,
+    marks,
     read_checkpoints,
     save_checkpoints,
     unapplied,
 )
+from readmodels.embedded.vector_filters import RowFilters
+from readmodels.embedded.vector_rows import RowLookup
 from readmodels.vector.embedders import Embedder, Vectors, VectorSpaceError, tag
-from readmodels.vector.index import Mask, VectorIndex
+from readmodels.vector.index import VectorIndex
 from readmodels.vector.protocol import VectorHit, embedded_text
 
 _SCHEMA: Final = (
@@ -44,32 +47,6 @@ _encode_doc = msgspec.msgpack.Encoder().encode
 _decode_doc = msgspec.msgpack.Decoder(MemoryDoc).decode
 
 
-class _Filters:
-    """Per-row session, time and kind, as arrays, so a filter is a few vectorized comparisons."""
-
-    def __init__(self) -> None:
-        self.sessions = np.zeros(0, dtype=object)
-        self.times = np.zeros(0, dtype=object)
-        self.kinds = np.zeros(0, dtype=object)
-
-    def add(self, docs: list[MemoryDoc]) -> None:
-        self.sessions = np.concatenate([self.sessions, np.array([d.session for d in docs], dtype=object)])
-        self.times = np.concatenate([self.times, np.array([d.ts for d in docs], dtype=object)])
-        self.kinds = np.concatenate([self.kinds, np.array([d.kind for d in docs], dtype=object)])
-
-    def mask(self, session: str | None, as_of: str | None, kinds: Sequence[str] | None) -> Mask | None:
-        if session is None and as_of is None and not kinds:
-            return None
-        allowed = np.ones(len(self.sessions), dtype=bool)
-        if session is not None:
-            allowed &= self.sessions == session
-        if as_of is not None:
-            allowed &= self.times <= as_of
-        if kinds:
-            allowed &= np.isin(self.kinds, list(kinds))
-        return allowed
-
-
 class SqliteVectorStore:
     def __init__(self, path: str | Path, embedder: Embedder) -> None:
         self.path = Path(path)
@@ -77,11 +54,11 @@ class SqliteVectorStore:
         self.tag = tag(embedder)
         self.foreign_vectors = 0
         self._db = SqliteDb(self.path, _SCHEMA)
-        self._docs: list[MemoryDoc] = []
-        self._row_of: dict[tuple[object, ...], int] = {}
+        self._ids = np.zeros(0, dtype=np.int64)  # each row's id in `vectors`, where its document is read
+        self._row_of = RowLookup()
         self._queries: dict[str, Vectors] = {}  # the last questions' embeddings (search, then scores)
         self._index = VectorIndex(embedder.dimensions)
-        self._filters = _Filters()
+        self._filters = RowFilters()
         self._in_memory = asyncio.Lock()  # index, filters and documents change together, never mid-search
 
     async def open(self) -> None:
@@ -89,33 +66,42 @@ class SqliteVectorStore:
         others = await self._db.read(self._other_tags)
         if others:
             raise VectorSpaceError(str(self.path), others, self.tag)
-        docs, matrix, foreign = await self._db.read(self._load)
-        self._docs, self.foreign_vectors, self._row_of = [], foreign, {}
+        ids, docs, matrix, foreign = await self._db.read(self._load)
+        self.foreign_vectors, self._row_of = foreign, RowLookup()
+        self._ids = np.zeros(0, dtype=np.int64)
         self._index = VectorIndex(self.embedder.dimensions)
-        self._filters = _Filters()
+        self._filters = RowFilters()
         async with self._in_memory:
-            await asyncio.to_thread(self._searchable, docs, matrix)
+            await asyncio.to_thread(self._searchable, ids, docs, matrix)
 
-    def _searchable(self, docs: list[MemoryDoc], vectors: Vectors) -> None:
+    def _searchable(self, ids: list[int], docs: list[MemoryDoc], vectors: Vectors) -> None:
+        """Rows for committed documents; the documents themselves stay in SQLite (read for hits only)."""
         self._index.add(vectors)
         self._filters.add(docs)
-        for row, doc in enumerate(docs, start=len(self._docs)):
-            self._row_of.setdefault(doc_identity(doc), row)
-        self._docs.extend(docs)
+        self._row_of.add(docs, first_row=len(self._ids))
+        self._ids = np.concatenate([self._ids, np.array(ids, dtype=np.int64)])
 
     def _other_tags(self, db: sqlite3.Connection) -> list[str]:
         rows = db.execute("SELECT DISTINCT tag FROM vectors WHERE tag <> ? ORDER BY tag", (self.tag,))
         return [str(row[0]) for row in rows.fetchall()]
 
-    def _load(self, db: sqlite3.Connection) -> tuple[list[MemoryDoc], Vectors, int]:
-        rows = db.execute("SELECT doc, vector FROM vectors WHERE tag = ? ORDER BY id", (self.tag,)).fetchall()
+    def _load(self, db: sqlite3.Connection) -> tuple[list[int], list[MemoryDoc], Vectors, int]:
+        rows = db.execute(
+            "SELECT id, doc, vector FROM vectors WHERE tag = ? ORDER BY id", (self.tag,)
+        ).fetchall()
         foreign = db.execute("SELECT count(*) FROM vectors WHERE tag <> ?", (self.tag,)).fetchone()[0]
-        matrix = np.frombuffer(b"".join(vector for _, vector in rows), dtype=np.float32)
+        matrix = np.frombuffer(b"".join(vector for _, _, vector in rows), dtype=np.float32)
         return (
-            [_decode_doc(doc) for doc, _ in rows],
+            [int(row_id) for row_id, _, _ in rows],
+            [_decode_doc(doc) for _, doc, _ in rows],
             matrix.reshape(len(rows), self.embedder.dimensions),
             foreign,
         )
+
+    def _read_docs(self, db: sqlite3.Connection, ids: list[int]) -> list[MemoryDoc]:
+        found = db.execute(f"SELECT id, doc FROM vectors WHERE id IN ({marks(len(ids))})", ids)  # noqa: S608
+        by_id = {int(row_id): _decode_doc(doc) for row_id, doc in found.fetchall()}
+        return [by_id[row_id] for row_id in ids]
 
     async def close(self) -> None:
         await self._db.close()
@@ -133,16 +119,17 @@ class SqliteVectorStore:
     async def apply(self, projector: str, batch: Sequence[EventDocs]) -> int:
         if not batch:
             return 0
-        applied, docs, vectors = await self._db.write(lambda db: self._apply(db, projector, batch))
+        applied, ids, docs, vectors = await self._db.write(lambda db: self._apply(db, projector, batch))
         if docs:
             async with self._in_memory:  # committed: now searchable
-                await asyncio.to_thread(self._searchable, docs, vectors)
+                await asyncio.to_thread(self._searchable, ids, docs, vectors)
         return applied
 
     def _apply(
         self, db: sqlite3.Connection, projector: str, batch: Sequence[EventDocs]
-    ) -> tuple[int, list[MemoryDoc], Vectors]:
+    ) -> tuple[int, list[int], list[MemoryDoc], Vectors]:
         todo = unapplied(db, projector, batch)
+        last = db.execute("SELECT coalesce(max(id), 0) FROM vectors").fetchone()[0]
         docs = [doc for event in todo for doc in event.docs]
         vectors = self.embedder.embed([embedded_text(doc) for doc in docs]).astype(np.float32, copy=False)
         db.executemany(
@@ -153,7 +140,9 @@ class SqliteVectorStore:
             ],
         )
         save_checkpoints(db, projector, todo)
-        return len(todo), docs, vectors
+        # One writer, in this transaction: the ids past the last are these rows', in insertion order.
+        ids = [int(row[0]) for row in db.execute("SELECT id FROM vectors WHERE id > ? ORDER BY id", (last,))]
+        return len(todo), ids, docs, vectors
 
     async def search(
         self,
@@ -165,7 +154,7 @@ class SqliteVectorStore:
         limit: int = 10,
     ) -> list[VectorHit]:
         """The `limit` documents most similar to `text` among those passing the filters (exact cosine)."""
-        if limit <= 0 or not self._docs:
+        if limit <= 0 or not len(self._index):
             return []
         query = await self._embedded(text)
         if not query.any():
@@ -173,7 +162,11 @@ class SqliteVectorStore:
         async with self._in_memory:
             allowed = self._filters.mask(session, as_of, kinds)
             found = await asyncio.to_thread(self._index.search, query, limit, allowed)
-            return [self._hit(self._docs[row], score) for row, score in found]
+            ids = [int(self._ids[row]) for row, _ in found]
+        if not ids:
+            return []
+        docs = await self._db.read(lambda db: self._read_docs(db, ids))  # rows are never rewritten
+        return [self._hit(doc, score) for doc, (_, score) in zip(docs, found, strict=True)]
 
     async def scores(self, text: str, docs: Sequence[MemoryDoc]) -> list[float | None]:
         """The cosine of each document's vector with the question's (None: no vector of it here)."""
@@ -181,7 +174,7 @@ class SqliteVectorStore:
             return []
         query = await self._embedded(text)
         async with self._in_memory:
-            rows = [self._row_of.get(doc_identity(doc)) for doc in docs]
+            rows = self._row_of.rows(docs)
             found = [row for row in rows if row is not None]
             if not query.any() or not found:
                 return [None] * len(docs)
