@@ -3,7 +3,8 @@
 SQLite holds every vector with its document and its embedder's tag, in the same transaction as the
 checkpoints, so a crash loses nothing acknowledged. Search runs in memory over the vectors of this store's
 tag (loaded at `open`, extended after each commit) through a `VectorIndex`: HNSW candidates re-ranked
-exactly, or an exact scan when the filters (session, time, kind) leave few documents. A store holds the
+exactly, or an exact scan when the filters (session, time, kind) leave few documents. The documents themselves
+are not held in memory: a search reads its hits' documents from SQLite by id. A store holds the
 vectors of one embedder only: opening it with another (`EVENTLOOM_EMBEDDER` changed, say) raises
 `VectorSpaceError`, which names both and says to run `eventloom rebuild vector` (a new generation,
 re-embedded with the configured embedder); nothing is written into, or compared across, two spaces.
