@@ -24,9 +24,8 @@ from eventloom.bus.replicas import server_count
 from eventloom.errors import EventloomError
 from eventloom.keys import atomic_write
 from eventloom.runtime import NatsServer
-from eventloom.settings import Settings
+from eventloom.settings import CLUSTER_SIZES, Settings
 
-CLUSTER_SIZES: Final = (3, 5)
 ROUTE_SECRET_FILE: Final = "route-secret"  # noqa: S105 (a file name)
 _META_LEADER_TIMEOUT_S: Final = 60.0
 
@@ -83,7 +82,7 @@ class NatsCluster:
         authorization: str = "",
         supervise: bool = True,
     ) -> None:
-        if size not in CLUSTER_SIZES:
+        if size not in CLUSTER_SIZES or size == 1:  # one server is `EmbeddedNats` alone
             raise EventloomError(f"cluster: must be 3 or 5 servers, got {size}")
         self.nats_dir = nats_dir
         self.size = size
