@@ -119,7 +119,10 @@ def test_processes_show_up_and_a_killed_worker_turns_suspect_then_dead(
         found = until_peers(node, all_up, timeout=90)
         assert all(peer["status"] == "alive" for peer in found.values()), found
         projector, standalone, own = found["projector"], found["gateway-http"], found["node"]
-        assert projector["capabilities"] == ["projector:inferred"] and projector["pid"] == worker.pid
+        capabilities = projector["capabilities"]  # and its part in the consumer's lease, once it has one
+        assert capabilities[0] == "projector:inferred"
+        assert set(capabilities[1:]) <= {f"lease:projector-inferred:{r}" for r in ("active", "standby")}
+        assert projector["pid"] == worker.pid
         assert set(projector["lag"]) == {"projector-inferred"} and projector["urls"] == []
         assert standalone["urls"][0].startswith("http://127.0.0.1:") and standalone["lag"] is None
         assert {"gateway-http", "ledger-mirror"} <= set(own["capabilities"])
