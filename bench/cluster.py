@@ -183,8 +183,8 @@ async def final_checks(log: EventLog, client: AppendingClient) -> dict[str, Any]
     checks["ledger_differs"] = await ledger_differences(log, stream)
     code, verified = await asyncio.to_thread(cli_json, log.settings, "verify", "--wait", "30")
     checks["verify_ok"] = code == 0 and verified.get("ok") is True
-    equal, live, rebuilt = await keyword_equals_rebuild(log)
-    checks["keyword"] = {"equals_clean_rebuild": equal, "live_docs": live, "rebuilt_docs": rebuilt}
+    keyword = await keyword_equals_rebuild(log, stream)
+    checks["keyword"] = {"equals_clean_rebuild": keyword.equal} | keyword.summary()
     return checks
 
 

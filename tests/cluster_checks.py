@@ -4,7 +4,7 @@ tests/test_cluster_faults.py asserts on it and bench/cluster.py reports it:
 - every acknowledged (session, seq, hash) of tests/durability_client.py is in the stream (`lost` counts
   those that are not), each probe index at most once (`duplicates`);
 - every session's chain is linear from seq 1: no gap, fork or duplicate, each signature valid;
-- the ledger files hold exactly the stream's events, once the mirror has drained;
+- the ledger files hold exactly the stream's events, once the mirror has caught up;
 - `eventloom verify --json` is ok; `eventloom repair` puts back from the ledger what the stream lost;
 - the keyword read model equals a clean rebuild of it (`eventloom rebuild keyword`).
 
@@ -15,6 +15,7 @@ when an event loop is running, since each runs its own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import time
 from collections import Counter, defaultdict
@@ -29,16 +30,15 @@ from typer.testing import CliRunner
 
 from eventloom.bus.consumer import read_stream
 from eventloom.chain import GENESIS, ChainBreak, ChainTip, check_next
+from eventloom.dlq import DeadLetter, list_dead_letters
 from eventloom.event import Event, decode_event
 from eventloom.keys import KeyStore
 from eventloom.ledger.files import iter_lines, ledger_path, read_tip
-from eventloom.ledger.mirror import MIRROR_CONSUMER
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.cli import app
 from projectors.backends import KEYWORD_DATABASE
 from projectors.generations import Generations
-from tests.runtime_support import drained
 
 KEYWORD_CONSUMER: Final = "projector-keyword"
 _DOC_ROWS: Final = (
@@ -157,9 +157,14 @@ async def audit_settled(
 async def ledger_differences(
     log: EventLog, stream: dict[str, list[Event]], timeout: float = 60.0
 ) -> dict[str, str]:
-    """Once the mirror has drained: the sessions whose ledger file is not exactly the stream's events."""
-    await drained(log, MIRROR_CONSUMER, timeout)
-    return await asyncio.to_thread(_compare_ledger, log.settings.ledger_dir, stream)
+    """The sessions whose ledger file is not exactly the stream's events, once the mirror has caught up
+    (within `timeout`): judged by the files, not the consumer's pending counts (see `projected_through`)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        differences = await asyncio.to_thread(_compare_ledger, log.settings.ledger_dir, stream)
+        if not differences or time.monotonic() > deadline:
+            return differences
+        await asyncio.sleep(0.2)
 
 
 def _compare_ledger(ledger_dir: Path, stream: dict[str, list[Event]]) -> dict[str, str]:
@@ -185,23 +190,97 @@ def cli_json(settings: Settings, *args: str) -> tuple[int, dict[str, Any]]:
     return result.exit_code, report
 
 
-def keyword_docs(settings: Settings) -> list[tuple[Any, ...]]:
-    """The live keyword model's documents, read-only from its SQLite file."""
+def _read_only(settings: Settings) -> sqlite3.Connection | None:
     generation = Generations(settings.data_dir / "readmodels" / "keyword").live()
     if generation is None:
+        return None
+    return sqlite3.connect(f"file:{generation / KEYWORD_DATABASE}?mode=ro", uri=True)
+
+
+def keyword_docs(settings: Settings) -> list[tuple[Any, ...]]:
+    """The live keyword model's documents, read-only from its SQLite file."""
+    db = _read_only(settings)
+    if db is None:
         return []
-    uri = f"file:{generation / KEYWORD_DATABASE}?mode=ro"
-    with sqlite3.connect(uri, uri=True) as db:
+    with contextlib.closing(db):
         return list(db.execute(_DOC_ROWS))
 
 
-async def keyword_equals_rebuild(log: EventLog, timeout: float = 60.0) -> tuple[bool, int, int]:
-    """Once the live keyword projector has drained: are its documents those of a clean rebuild?
-    Returns (equal, live documents, rebuilt documents)."""
-    await drained(log, KEYWORD_CONSUMER, timeout)
+def keyword_checkpoints(settings: Settings) -> dict[str, int]:
+    """The live keyword model's applied seq per session."""
+    db = _read_only(settings)
+    if db is None:
+        return {}
+    with contextlib.closing(db):
+        return {str(session): int(seq) for session, seq in db.execute("SELECT session, seq FROM checkpoints")}
+
+
+async def projected_through(settings: Settings, tips: dict[str, int], timeout: float) -> dict[str, int]:
+    """Until the live keyword model has applied every session up to `tips` (or `timeout`): its checkpoints.
+
+    Its own checkpoints, not the consumer's pending counts: those come from the consumer's leader, and a
+    leader on a replica still catching up (after a store fault) can report nothing pending for a moment."""
+    deadline = time.monotonic() + timeout
+    while True:
+        applied = await asyncio.to_thread(keyword_checkpoints, settings)
+        if all(applied.get(s, 0) >= seq for s, seq in tips.items()) or time.monotonic() > deadline:
+            return applied
+        await asyncio.sleep(0.2)
+
+
+@dataclass(frozen=True)
+class KeywordComparison:
+    """The live keyword model against a clean rebuild; where they differ, what the live one misses."""
+
+    live_docs: int
+    rebuilt_docs: int
+    missing: dict[str, list[int]]  # session -> the event seqs with a rebuilt document but no live one
+    dead_letters: list[DeadLetter]  # what the live consumer gave up on (refused or failed)
+    behind: dict[str, tuple[int, int]]  # session -> (applied, stream tip) where it had not caught up
+
+    @property
+    def equal(self) -> bool:
+        return not self.missing and self.live_docs == self.rebuilt_docs
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "live_docs": self.live_docs,
+            "rebuilt_docs": self.rebuilt_docs,
+            "equal": self.equal,
+            "missing": {s: _ranges(seqs) for s, seqs in self.missing.items()},
+            "behind": self.behind,
+            "dead_letters": len(self.dead_letters),
+            "dead_letter_examples": [f"{d.session}#{d.seq}: {d.error}" for d in self.dead_letters[:5]],
+        }
+
+
+def _ranges(seqs: list[int]) -> str:
+    """1,2,3,7 -> '1-3,7': a missing run reads as one."""
+    runs: list[list[int]] = []
+    for seq in sorted(seqs):
+        if runs and seq == runs[-1][1] + 1:
+            runs[-1][1] = seq
+        else:
+            runs.append([seq, seq])
+    return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in runs)
+
+
+async def keyword_equals_rebuild(
+    log: EventLog, stream: dict[str, list[Event]], timeout: float = 60.0
+) -> KeywordComparison:
+    """Once the live keyword projector has applied every event of `stream`: are its documents those of a
+    clean rebuild?"""
+    tips = {session: events[-1].seq for session, events in stream.items() if events}
+    applied = await projected_through(log.settings, tips, timeout)
+    behind = {s: (applied.get(s, 0), seq) for s, seq in tips.items() if applied.get(s, 0) < seq}
     live = await asyncio.to_thread(keyword_docs, log.settings)
+    letters = await list_dead_letters(log.client, KEYWORD_CONSUMER)
     code, report = await asyncio.to_thread(cli_json, log.settings, "rebuild", "keyword")
     if code != 0:
         raise AssertionError(f"eventloom rebuild keyword failed ({code}): {report}")
     rebuilt = await asyncio.to_thread(keyword_docs, log.settings)  # the rebuild swapped itself in
-    return live == rebuilt, len(live), len(rebuilt)
+    live_events = {(row[0], row[1]) for row in live}
+    missing: dict[str, list[int]] = defaultdict(list)
+    for session, seq in sorted({(row[0], row[1]) for row in rebuilt} - live_events):
+        missing[session].append(seq)
+    return KeywordComparison(len(live), len(rebuilt), dict(missing), letters, behind)

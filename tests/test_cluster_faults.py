@@ -90,9 +90,12 @@ async def _check_the_end(log: EventLog, client: AppendingClient, report: dict[st
     assert code == 0 and verified["ok"] is True, json.dumps(verified)[:3000]
     counts = {s["session"]: (s["ledger_events"], s["stream_events"]) for s in verified["sessions"]}
     assert counts == {s: (len(events), len(events)) for s, events in stream.items()}
-    equal, live, rebuilt = await keyword_equals_rebuild(log)
-    report["keyword"] = {"live_docs": live, "rebuilt_docs": rebuilt, "equal": equal}
-    assert equal and live >= found.stream_events, json.dumps(report["keyword"])
+    keyword = await keyword_equals_rebuild(log, stream)
+    report["keyword"] = keyword.summary()
+    if not keyword.equal:
+        node_log = (log.settings.data_dir / "node.log").read_text(errors="replace").splitlines()
+        report["keyword"]["log"] = [line for line in node_log if "keyword" in line][-40:]
+    assert keyword.equal and keyword.live_docs >= found.stream_events, json.dumps(report["keyword"])
 
 
 def test_acknowledged_appends_survive_one_fault_of_each_kind(tmp_path: Path) -> None:

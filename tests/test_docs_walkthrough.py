@@ -177,7 +177,11 @@ def test_readme_http_recipe(walk: Walk) -> None:
         own_port = f"127.0.0.1:{_free_port()}"
         walk.run(command.replace(DOC_PORT, own_port) if "gateway http" in command else command)
     port = walk.env["WALK_PORT"]
-    assert httpx2.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
+    # healthy once every role is up: on a loaded machine one may still be starting (or restarting) then
+    deadline = time.monotonic() + 60
+    while (answer := httpx2.get(f"http://127.0.0.1:{port}/healthz", timeout=10)).status_code != 200:
+        assert time.monotonic() < deadline, answer.text
+        time.sleep(0.5)
 
 
 def test_mcp_doc_http_setup(walk: Walk) -> None:

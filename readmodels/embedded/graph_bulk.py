@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from readmodels.embedded.graph_schema import apply_migrations, typed_rel_ddl
 from readmodels.embedded.graph_store import DEFAULT_BUFFER_POOL_SIZE, DEFAULT_CHECKPOINT_THRESHOLD
-from readmodels.embedded.ladybug_io import run_rows
+from readmodels.embedded.ladybug_io import open_database, run_rows
 from readmodels.graph.bulk.loader import SPILL_EVERY_ROWS, BulkLoader, LoadProgress, SpilledFiles
 from readmodels.graph.bulk.tables import CopyTarget, copy_order
 from readmodels.graph.protocol import GraphStoreError
@@ -43,7 +43,7 @@ class LadybugTableSink:
 
     def _open_sync(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = ladybug.Database(
+        self._db = open_database(
             str(self.path),
             buffer_pool_size=DEFAULT_BUFFER_POOL_SIZE,
             checkpoint_threshold=DEFAULT_CHECKPOINT_THRESHOLD,

@@ -20,7 +20,7 @@ from eventloom.settings import Settings
 from eventloom.stages import StageTimes
 from readmodels.embedded.graph_schema import apply_migrations, typed_rel_ddl
 from readmodels.embedded.graph_writes import write_plan
-from readmodels.embedded.ladybug_io import rollback, run_rows
+from readmodels.embedded.ladybug_io import open_database, rollback, run_rows
 from readmodels.graph import equivalence, reads
 from readmodels.graph.cypher.guard import single_read_statement
 from readmodels.graph.cypher.io import Reading, run_sync
@@ -114,7 +114,7 @@ class LadybugGraphStore:
 
     def _open_sync(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = ladybug.Database(
+        self._db = open_database(
             str(self.path),
             buffer_pool_size=self._buffer_pool_size,
             auto_checkpoint=False,  # `_checkpoint_past` decides when (see `idle`)

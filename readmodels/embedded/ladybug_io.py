@@ -1,14 +1,28 @@
-"""Running statements on a LadybugDB connection: rows back as dicts, and a rollback that tolerates an
-already-ended transaction. Shared by the graph store and the bulk loader."""
+"""Opening a LadybugDB database, running statements on a connection (rows back as dicts), and a rollback
+that tolerates an already-ended transaction. Shared by the graph store, the bulk loader and the packs."""
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Mapping
 from typing import Any
 
 import ladybug
 import pyarrow as pa
+
+_OPENING = threading.Lock()
+
+
+def open_database(path: str, **options: Any) -> ladybug.Database:
+    """`ladybug.Database(path, **options)`, one at a time in this process.
+
+    The driver loads its native backend on the first open, and marks it tried before the load is done: a
+    second thread opening meanwhile is told there is none, falls back to a C library the wheel does not
+    ship, and fails ("Could not find lbug C API shared library"). Stores open on threads of their own, and
+    a node opens several at once."""
+    with _OPENING:
+        return ladybug.Database(path, **options)
 
 
 def run_rows(

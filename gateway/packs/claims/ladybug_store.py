@@ -43,7 +43,7 @@ from readmodels.embedded.graph_store import (
     DEFAULT_CHECKPOINT_THRESHOLD,
     IDLE_CHECKPOINT_BYTES,
 )
-from readmodels.embedded.ladybug_io import rollback, run_rows
+from readmodels.embedded.ladybug_io import open_database, rollback, run_rows
 from readmodels.graph.cypher.io import Execute
 from readmodels.graph.protocol import GraphStoreError
 from readmodels.view import ViewGraph, ViewRequest
@@ -80,7 +80,7 @@ class LadybugClaimsStore:
 
     def _open_sync(self) -> None:
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = ladybug.Database(
+        self._db = open_database(
             str(self.db_path),
             buffer_pool_size=self._buffer_pool_size,
             checkpoint_threshold=DEFAULT_CHECKPOINT_THRESHOLD,
