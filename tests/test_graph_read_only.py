@@ -7,6 +7,7 @@ no file outside the graph was read (a secret's text never comes back) or written
 from __future__ import annotations
 
 import asyncio
+import shutil
 from pathlib import Path
 
 import pytest
@@ -199,21 +200,41 @@ _FRAGMENTS = [
 ]
 
 
+@pytest.fixture(scope="module")
+def story_graph(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    """The work story projected once into a LadybugDB file, and its dump: each example starts from a copy."""
+    path = tmp_path_factory.mktemp("story") / "graph.lbug"
+
+    async def build() -> object:
+        async with LadybugGraphStore(path) as store:
+            await project(store, work_story().events)
+            return await dump(store, "s1")
+
+    return path, asyncio.run(build())
+
+
+def _copy(source: Path, target: Path) -> None:
+    if source.is_dir():
+        shutil.copytree(source, target)
+    else:
+        shutil.copyfile(source, target)
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.sampled_from(_FRAGMENTS), min_size=1, max_size=7))
 def test_no_sequence_of_fragments_gets_past_the_plan(
-    tmp_path_factory: pytest.TempPathFactory, fragments: list[str]
+    tmp_path_factory: pytest.TempPathFactory, story_graph: tuple[Path, object], fragments: list[str]
 ) -> None:
     """Any text built from dangerous fragments either runs as a pure read or is refused, on LadybugDB."""
     root = tmp_path_factory.mktemp("fuzz")
     secret = root / "private.csv"
     secret.write_text(f"k\n{SECRET}\n")
     statement = fill(" ".join(fragments), {"secret": str(secret), "out": str(root / "written")})
+    template, before = story_graph
+    _copy(template, root / "graph.lbug")
 
     async def attempt() -> None:
         async with LadybugGraphStore(root / "graph.lbug") as store:
-            await project(store, work_story().events)
-            before = await dump(store, "s1")
             try:
                 rows = await store.query(statement)
             except (ReadOnlyQueryError, GraphQueryError):
