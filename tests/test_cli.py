@@ -122,15 +122,16 @@ def test_import_from_jsonl_and_idempotency_key(node: Settings, tmp_path: Path) -
     ],
 )
 def test_bad_input_names_the_field_exits_non_zero_and_writes_nothing(
-    node: Settings, args: list[str], field: str
+    refusing_node: Settings, args: list[str], field: str
 ) -> None:
-    result = run_cli(node, "append", *args)
+    result = run_cli(refusing_node, "append", *args)
     assert result.returncode == 2
     assert f"{field}" in result.stderr
-    assert json.loads(run_cli(node, "status", "--json").stdout)["stream"]["messages"] == 0
+    assert json.loads(run_cli(refusing_node, "status", "--json").stdout)["stream"]["messages"] == 0
 
 
-def test_a_bad_line_rejects_the_whole_import(node: Settings, tmp_path: Path) -> None:
+def test_a_bad_line_rejects_the_whole_import(refusing_node: Settings, tmp_path: Path) -> None:
+    node = refusing_node
     source = tmp_path / "events.jsonl"
     good = json.dumps({"session": "s", "type": "note.added", "actor": "a", "payload": {}})
     bad = json.dumps({"session": "s", "type": "x", "actor": "a"})
