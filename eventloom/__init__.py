@@ -1,22 +1,54 @@
-"""Eventloom core: the event envelope, signing, the JSONL ledger and the NATS JetStream log."""
+"""Eventloom core: the event envelope, signing, the JSONL ledger and the NATS JetStream log.
 
-from eventloom.appender import Appender
-from eventloom.errors import (
-    ConcurrencyError,
-    EventloomError,
-    EventValidationError,
-    NodeNotRunningError,
-    ReadModelUnavailableError,
-    SignatureError,
-    UnknownKeyError,
-    UntrustedTailError,
-    WrongExpectedSeqError,
-)
-from eventloom.event import Event, citation, compute_hash, decode_event, encode_event
-from eventloom.log import EventLog
-from eventloom.request import AppendRequest
-from eventloom.schemas import register_event_type
-from eventloom.settings import Settings
+The names in `__all__` are imported on first use (PEP 562), so importing one module of the package (the
+CLI imports a few on every start) does not import the appender, the log and the schema catalogue too.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from eventloom.appender import Appender
+    from eventloom.errors import (
+        ConcurrencyError,
+        EventloomError,
+        EventValidationError,
+        NodeNotRunningError,
+        ReadModelUnavailableError,
+        SignatureError,
+        UnknownKeyError,
+        UntrustedTailError,
+        WrongExpectedSeqError,
+    )
+    from eventloom.event import Event, citation, compute_hash, decode_event, encode_event
+    from eventloom.log import EventLog
+    from eventloom.request import AppendRequest
+    from eventloom.schemas import register_event_type
+    from eventloom.settings import Settings
+
+_LAZY: dict[str, str] = {
+    "AppendRequest": "eventloom.request",
+    "Appender": "eventloom.appender",
+    "ConcurrencyError": "eventloom.errors",
+    "Event": "eventloom.event",
+    "EventLog": "eventloom.log",
+    "EventValidationError": "eventloom.errors",
+    "EventloomError": "eventloom.errors",
+    "NodeNotRunningError": "eventloom.errors",
+    "ReadModelUnavailableError": "eventloom.errors",
+    "Settings": "eventloom.settings",
+    "SignatureError": "eventloom.errors",
+    "UnknownKeyError": "eventloom.errors",
+    "UntrustedTailError": "eventloom.errors",
+    "WrongExpectedSeqError": "eventloom.errors",
+    "citation": "eventloom.event",
+    "compute_hash": "eventloom.event",
+    "decode_event": "eventloom.event",
+    "encode_event": "eventloom.event",
+    "register_event_type": "eventloom.schemas",
+}
 
 __all__ = [
     "AppendRequest",
@@ -39,3 +71,16 @@ __all__ = [
     "encode_event",
     "register_event_type",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # once: later lookups do not come back here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -11,26 +11,57 @@ plug-in in your own process. `TrackingProjector` drives any store that keeps its
 write (`readmodels.TrackingRecorder`): a plug-in whose store does only needs that and a function from an
 event to a batch item.
 Graph extraction for new event types: `projectors.graph.register_extractor`.
+
+The names in `__all__` are imported on first use (PEP 562): importing one module of the package does not
+import the runtime, the plug-in loading and every contract with it.
 """
 
-from projectors.emitter import ProducerProjection
-from projectors.generations import Generations
-from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, PluginContext
-from projectors.protocol import (
-    Answers,
-    CitedEvent,
-    DerivedEvent,
-    Idles,
-    LogView,
-    ProcessProducer,
-    Producer,
-    ProducerState,
-    Projector,
-    Rebuildable,
-    SkipsSessions,
-)
-from projectors.runner import ProjectorRunner, RunnerOptions
-from projectors.tracking import TrackingProjector
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from projectors.emitter import ProducerProjection
+    from projectors.generations import Generations
+    from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, PluginContext
+    from projectors.protocol import (
+        Answers,
+        CitedEvent,
+        DerivedEvent,
+        Idles,
+        LogView,
+        ProcessProducer,
+        Producer,
+        ProducerState,
+        Projector,
+        Rebuildable,
+        SkipsSessions,
+    )
+    from projectors.runner import ProjectorRunner, RunnerOptions
+    from projectors.tracking import TrackingProjector
+
+_LAZY: dict[str, str] = {
+    "Answers": "projectors.protocol",
+    "CitedEvent": "projectors.protocol",
+    "DerivedEvent": "projectors.protocol",
+    "Generations": "projectors.generations",
+    "Idles": "projectors.protocol",
+    "LogView": "projectors.protocol",
+    "PRODUCERS_GROUP": "projectors.plugins",
+    "PROJECTORS_GROUP": "projectors.plugins",
+    "PluginContext": "projectors.plugins",
+    "ProcessProducer": "projectors.protocol",
+    "Producer": "projectors.protocol",
+    "ProducerProjection": "projectors.emitter",
+    "ProducerState": "projectors.protocol",
+    "Projector": "projectors.protocol",
+    "ProjectorRunner": "projectors.runner",
+    "Rebuildable": "projectors.protocol",
+    "RunnerOptions": "projectors.runner",
+    "SkipsSessions": "projectors.protocol",
+    "TrackingProjector": "projectors.tracking",
+}
 
 __all__ = [
     "PRODUCERS_GROUP",
@@ -53,3 +84,16 @@ __all__ = [
     "SkipsSessions",
     "TrackingProjector",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # once: later lookups do not come back here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

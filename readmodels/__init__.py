@@ -8,23 +8,62 @@ and its answer (`Query`, `QueryResult`, `Hit`, `Citation`; `CausalRequest`, `Cau
 (`CheckoutRequest`, `MemoryCheckout`); and memory to ask (`MemoryService`: `MemoryClient` over NATS, or
 `LocalMemory` over stores open in this process, with `Retriever` and `ReadModels`). The backends live in
 `readmodels.neo4j` and `readmodels.embedded`; `readmodels.backends` picks them from the settings.
+
+The names in `__all__` are imported on first use (PEP 562): importing one module of the package does not
+import the query service, retrieval and every store contract with it.
 """
 
-from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
-from readmodels.documents import MemoryDoc
-from readmodels.graph.protocol import GraphStore
-from readmodels.inferred.protocol import InferredStatusReader
-from readmodels.keyword.protocol import KeywordStore
-from readmodels.query.client import MemoryClient
-from readmodels.query.local import LocalMemory
-from readmodels.query.protocol import MemoryService, MemoryUnavailableError
-from readmodels.retrieval.causal_chains import CausalChain, CausalRequest
-from readmodels.retrieval.model import Citation, Hit, Query, QueryResult
-from readmodels.retrieval.retriever import ReadModels, Retriever
-from readmodels.tracking import Housekeeping, TrackingRecorder
-from readmodels.vector.embedders import Embedder
-from readmodels.vector.protocol import VectorStore
-from readmodels.view import ViewEdge, ViewGraph, ViewNode, ViewRequest, ViewVersion
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
+    from readmodels.documents import MemoryDoc
+    from readmodels.graph.protocol import GraphStore
+    from readmodels.inferred.protocol import InferredStatusReader
+    from readmodels.keyword.protocol import KeywordStore
+    from readmodels.query.client import MemoryClient
+    from readmodels.query.local import LocalMemory
+    from readmodels.query.protocol import MemoryService, MemoryUnavailableError
+    from readmodels.retrieval.causal_chains import CausalChain, CausalRequest
+    from readmodels.retrieval.model import Citation, Hit, Query, QueryResult
+    from readmodels.retrieval.retriever import ReadModels, Retriever
+    from readmodels.tracking import Housekeeping, TrackingRecorder
+    from readmodels.vector.embedders import Embedder
+    from readmodels.vector.protocol import VectorStore
+    from readmodels.view import ViewEdge, ViewGraph, ViewNode, ViewRequest, ViewVersion
+
+_LAZY: dict[str, str] = {
+    "CausalChain": "readmodels.retrieval.causal_chains",
+    "CausalRequest": "readmodels.retrieval.causal_chains",
+    "CheckoutRequest": "readmodels.checkout.model",
+    "Citation": "readmodels.retrieval.model",
+    "Embedder": "readmodels.vector.embedders",
+    "GraphStore": "readmodels.graph.protocol",
+    "Hit": "readmodels.retrieval.model",
+    "Housekeeping": "readmodels.tracking",
+    "InferredStatusReader": "readmodels.inferred.protocol",
+    "KeywordStore": "readmodels.keyword.protocol",
+    "LocalMemory": "readmodels.query.local",
+    "MemoryCheckout": "readmodels.checkout.model",
+    "MemoryClient": "readmodels.query.client",
+    "MemoryDoc": "readmodels.documents",
+    "MemoryService": "readmodels.query.protocol",
+    "MemoryUnavailableError": "readmodels.query.protocol",
+    "Query": "readmodels.retrieval.model",
+    "QueryResult": "readmodels.retrieval.model",
+    "ReadModels": "readmodels.retrieval.retriever",
+    "Retriever": "readmodels.retrieval.retriever",
+    "TrackingRecorder": "readmodels.tracking",
+    "VectorStore": "readmodels.vector.protocol",
+    "ViewEdge": "readmodels.view",
+    "ViewGraph": "readmodels.view",
+    "ViewNode": "readmodels.view",
+    "ViewRequest": "readmodels.view",
+    "ViewVersion": "readmodels.view",
+}
 
 __all__ = [
     "CausalChain",
@@ -55,3 +94,16 @@ __all__ = [
     "ViewRequest",
     "ViewVersion",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # once: later lookups do not come back here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
