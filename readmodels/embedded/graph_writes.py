@@ -15,9 +15,9 @@ from typing import Any
 import pyarrow as pa
 
 from eventloom.stages import StageTimes
+from readmodels.graph.arrow_types import ARROW_TYPES
 from readmodels.graph.cypher.io import Execute
 from readmodels.graph.plan import WritePlan
-from readmodels.graph.properties import ARROW_TYPES
 from readmodels.graph.writes import write_steps
 
 

@@ -1,14 +1,13 @@
 """The stored properties of every node and relationship of the graph, with their types.
 
 Both backends store exactly these properties. Types are written as LadybugDB declares columns (the one
-backend with a typed schema); Neo4j stores the same values (lists as lists, JSON objects as strings).
+backend with a typed schema); Neo4j stores the same values (lists as lists, JSON objects as strings). The
+Arrow type of each column type is in `readmodels.graph.arrow_types` (the reads here stay free of Arrow).
 """
 
 from __future__ import annotations
 
 from typing import Final
-
-import pyarrow as pa
 
 EVENT_TYPES: Final[dict[str, str]] = {
     "uid": "STRING",
@@ -124,14 +123,3 @@ OBSERVATION_TYPES: Final[dict[str, str]] = {
     "ts": "STRING",
 }
 OBSERVATION_TABLES: Final = ("OBSERVED_COMMAND", "OBSERVED_FILE_EDIT", "OBSERVED_TOOL_CALL", "HAS_CHECKPOINT")
-
-
-ARROW_TYPES: Final[dict[str, pa.DataType]] = {
-    "STRING": pa.string(),
-    "INT64": pa.int64(),
-    "DOUBLE": pa.float64(),
-    "BOOLEAN": pa.bool_(),
-    "STRING[]": pa.list_(pa.string()),
-    "INT64[]": pa.list_(pa.int64()),
-}
-"""The Arrow type that carries each column type into LadybugDB (`LOAD FROM` and `COPY`)."""

@@ -13,10 +13,10 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
+from readmodels.graph.arrow_types import ARROW_TYPES
 from readmodels.graph.identity import encode_json, event_uid, typed_label
 from readmodels.graph.plan import RelationRow, WritePlan
 from readmodels.graph.properties import (
-    ARROW_TYPES,
     CITATION_TYPES,
     EDGE_TYPES,
     ENTITY_KEY_TYPES,
