@@ -5,9 +5,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-import neo4j
-from neo4j.exceptions import AuthError, Neo4jError, ServiceUnavailable
-
 
 class Neo4jUnavailable(Exception):
     """No Neo4j server could be provisioned or reached; the message says why."""
@@ -31,6 +28,9 @@ def wait_until_answering(endpoint: Neo4jEndpoint, timeout_s: float) -> None:
     `verify_connectivity` with a 2 s connection timeout, retried: the driver's own retries would make a
     wrong address take ~30 s to report.
     """
+    import neo4j  # noqa: PLC0415 (the driver only when waited for: `eventloom --help` names the version)
+    from neo4j.exceptions import AuthError, Neo4jError, ServiceUnavailable  # noqa: PLC0415
+
     deadline = time.monotonic() + timeout_s
     last = "no attempt"
     while True:
