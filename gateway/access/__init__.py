@@ -1,8 +1,40 @@
 """Who may call the gateway and what a call reaches: bearer tokens and their principals (`tokens`), and the
 event log and memory service behind every tool and view (`backend`). Shared by the MCP gateway and the web
-view, which it keeps independent of each other."""
+view, which it keeps independent of each other.
 
-from gateway.access.backend import Backend
-from gateway.access.tokens import LOCAL_OPERATOR, Principal, TokenBook, TokenFileError, bearer_token
+The names in `__all__` are imported on first use (PEP 562): the tokens alone (the CLI's `tokens`
+commands) do not import the backend.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gateway.access.backend import Backend
+    from gateway.access.tokens import LOCAL_OPERATOR, Principal, TokenBook, TokenFileError, bearer_token
+
+_LAZY: dict[str, str] = {
+    "Backend": "gateway.access.backend",
+    "LOCAL_OPERATOR": "gateway.access.tokens",
+    "Principal": "gateway.access.tokens",
+    "TokenBook": "gateway.access.tokens",
+    "TokenFileError": "gateway.access.tokens",
+    "bearer_token": "gateway.access.tokens",
+}
 
 __all__ = ["LOCAL_OPERATOR", "Backend", "Principal", "TokenBook", "TokenFileError", "bearer_token"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # once: later lookups do not come back here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
