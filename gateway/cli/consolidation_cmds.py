@@ -8,17 +8,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from eventloom.event import os_principal
-from eventloom.log import EventLog
 from eventloom.settings import Settings
-from gateway import consolidation
 from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, print_json, run, settings_of
-from readmodels.query.client import MemoryClient
-from readmodels.query.protocol import MemoryUnavailableError
 from readmodels.retrieval.candidates import (
     CANDIDATE_TYPES,
     DEFAULT_CANDIDATE_LIMIT,
@@ -28,6 +24,11 @@ from readmodels.retrieval.candidates import (
     CandidateRequest,
 )
 from readmodels.retrieval.model import QueryError
+
+if TYPE_CHECKING:  # the log, the query client and the writes are imported when a command runs
+    from eventloom.log import EventLog
+    from gateway import consolidation
+    from readmodels.query.client import MemoryClient
 
 T = TypeVar("T")
 consolidation_app = typer.Typer(
@@ -52,6 +53,10 @@ def _user() -> str:
 
 
 async def _with(settings: Settings, work: Callable[[EventLog, MemoryClient], Awaitable[T]]) -> T:
+    from eventloom.log import EventLog  # noqa: PLC0415
+    from readmodels.query.client import MemoryClient  # noqa: PLC0415
+    from readmodels.query.protocol import MemoryUnavailableError  # noqa: PLC0415
+
     async with await EventLog.open(settings, persistent=False) as log:
         try:
             return await work(log, MemoryClient(log.client))
@@ -156,6 +161,8 @@ def consolidation_review(
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
+    from gateway import consolidation  # noqa: PLC0415
+
     who = reviewer or _user()
     outcome = run(
         _with(
@@ -187,6 +194,8 @@ def consolidation_retract(
     session: InSessionOption = None,
     as_json: JsonOption = False,
 ) -> None:
+    from gateway import consolidation  # noqa: PLC0415
+
     who = _user()
     outcome = run(
         _with(
@@ -229,6 +238,8 @@ def consolidation_propose(
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
+    from gateway import consolidation  # noqa: PLC0415
+
     payload = _proposal(
         candidate_id, candidate_type, title, summary, source, purpose, confidence, method, about
     )
@@ -255,6 +266,8 @@ def _proposal(
     method: str,
     about: list[str] | None,
 ) -> dict[str, Any]:
+    from gateway import consolidation  # noqa: PLC0415
+
     cited = []
     for index, text in enumerate(sources):
         match = _SOURCE.fullmatch(text)

@@ -4,20 +4,15 @@ over NATS) and audit the inferred edges."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 from rich.markup import escape
 
-from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, print_json, run, settings_of
-from projectors.backends import live_inferred_database
 from readmodels.checkout.model import DEFAULT_TOKEN_BUDGET, CheckoutRequest
-from readmodels.embedded.inferred_store import SqliteInferredStore
 from readmodels.inferred.model import InferredStatus, Stats
-from readmodels.query.client import MemoryClient
-from readmodels.query.protocol import MemoryUnavailableError
 from readmodels.retrieval.causal_chains import (
     DEFAULT_CAUSAL_DEPTH,
     DEFAULT_CAUSAL_LIMIT,
@@ -28,6 +23,9 @@ from readmodels.retrieval.causal_chains import (
 )
 from readmodels.retrieval.fusion import PROFILES
 from readmodels.retrieval.model import DEFAULT_LIMIT, Query, QueryError
+
+if TYPE_CHECKING:  # the log, the query client and the backends are imported when a command runs
+    from readmodels.query.client import MemoryClient
 
 T = TypeVar("T")
 memory_app = typer.Typer(help="What the memory read models know.", no_args_is_help=True)
@@ -134,6 +132,10 @@ def _valid(build: Callable[[], T]) -> T:
 
 
 async def _ask(settings: Settings, ask: Callable[[MemoryClient], Awaitable[T]]) -> T:
+    from eventloom.log import EventLog  # noqa: PLC0415
+    from readmodels.query.client import MemoryClient  # noqa: PLC0415
+    from readmodels.query.protocol import MemoryUnavailableError  # noqa: PLC0415
+
     async with await EventLog.open(settings, persistent=False) as log:
         try:
             return await ask(MemoryClient(log.client))
@@ -176,6 +178,9 @@ def _stats(stats: Stats) -> str:
 
 
 async def _status(settings: Settings, session: str | None) -> InferredStatus:
+    from projectors.backends import live_inferred_database  # noqa: PLC0415
+    from readmodels.embedded.inferred_store import SqliteInferredStore  # noqa: PLC0415
+
     database = live_inferred_database(settings.data_dir / "readmodels" / "inferred")
     if database is None or not database.exists():
         hint = "start the node (`eventloom up`) or `eventloom projector run inferred`"

@@ -5,25 +5,21 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
-from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_INVALID, console, fail, print_json, run, settings_of
 from gateway.cli.schema_cmds import Backend, BackendOption, backend_of
 from gateway.cli.verify_cmd import load_keyring
-from projectors.graph.rebuild_neo4j import (
-    Neo4jRebuildReport,
-    PhasedProgress,
-    rebuild_neo4j_from_ledger,
-    rebuild_neo4j_from_stream,
-)
 from projectors.plugins import PROJECTORS_GROUP, available
-from projectors.rebuild import RebuildReport, rebuild
 from readmodels.graph.protocol import GraphStoreError
+
+if TYPE_CHECKING:  # the rebuilds (and the backends) are imported when the command runs
+    from projectors.graph.rebuild_neo4j import Neo4jRebuildReport, PhasedProgress
+    from projectors.rebuild import RebuildReport
 
 T = TypeVar("T")
 ProgressFn = Callable[[int, int], None]
@@ -129,6 +125,9 @@ async def _with_phases(show: bool, work: Callable[[PhasedProgress | None], Corou
 
 
 async def _rebuild(settings: Settings, name: str, *, show_progress: bool) -> RebuildReport:
+    from eventloom.log import EventLog  # noqa: PLC0415
+    from projectors.rebuild import rebuild  # noqa: PLC0415
+
     async with await EventLog.open(settings, persistent=False) as log:
         return await _with_progress(
             f"rebuilding {name}", show_progress, lambda progress: rebuild(log, name, progress=progress)
@@ -138,6 +137,12 @@ async def _rebuild(settings: Settings, name: str, *, show_progress: bool) -> Reb
 async def _rebuild_neo4j(
     settings: Settings, ledger: Path | None, keyring: Path | None, *, show_progress: bool
 ) -> Neo4jRebuildReport:
+    from eventloom.log import EventLog  # noqa: PLC0415
+    from projectors.graph.rebuild_neo4j import (  # noqa: PLC0415
+        rebuild_neo4j_from_ledger,
+        rebuild_neo4j_from_stream,
+    )
+
     if ledger is not None:
         trusted = load_keyring(settings, keyring)
         return await _with_phases(

@@ -11,14 +11,8 @@ import typer
 from eventloom.runtime import read_runtime
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, print_json, run, settings_of
-from projectors.backends import GRAPH_DATABASE
 from projectors.generations import Generations
-from readmodels.backends import neo4j_store
-from readmodels.embedded import graph_schema as ladybug_schema
-from readmodels.embedded.graph_store import LadybugGraphStore
 from readmodels.graph.protocol import GraphStoreError, PlannedMigration
-from readmodels.neo4j import schema as neo4j_schema
-from readmodels.vector.embedders import vector_width
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON")]
 
@@ -51,7 +45,12 @@ def register(app: typer.Typer) -> None:
 
 def plan_for(settings: Settings, backend: Backend) -> list[PlannedMigration]:
     if backend is Backend.neo4j:
+        from readmodels.neo4j import schema as neo4j_schema  # noqa: PLC0415 (backends: imported when used)
+        from readmodels.vector.embedders import vector_width  # noqa: PLC0415
+
         return neo4j_schema.schema_plan(vector_width(settings))
+    from readmodels.embedded import graph_schema as ladybug_schema  # noqa: PLC0415
+
     return ladybug_schema.schema_plan()
 
 
@@ -104,8 +103,13 @@ def schema_apply_command(
 
 async def _apply(settings: Settings, backend: Backend) -> list[str]:
     if backend is Backend.neo4j:
+        from readmodels.backends import neo4j_store  # noqa: PLC0415 (backends: imported when used)
+
         async with neo4j_store(settings) as store:
             return store.migrations_applied
+    from projectors.backends import GRAPH_DATABASE  # noqa: PLC0415
+    from readmodels.embedded.graph_store import LadybugGraphStore  # noqa: PLC0415
+
     path = await asyncio.to_thread(lambda: Generations(settings.data_dir / "readmodels" / "graph").current())
     async with LadybugGraphStore(path / GRAPH_DATABASE) as ladybug_store:
         return ladybug_store.migrations_applied
