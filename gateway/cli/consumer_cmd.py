@@ -12,7 +12,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from eventloom.bus.stream import StreamLayout, jetstream_api
-from eventloom.ledger.mirror import MIRROR_CONSUMER
 from eventloom.runtime import read_runtime
 from gateway.cli.common import (
     EXIT_FAILED,
@@ -24,8 +23,6 @@ from gateway.cli.common import (
     run,
     settings_of,
 )
-from gateway.node import role_of_consumer
-from projectors.status import forget_consumer
 
 consumer_app = typer.Typer(help="Durable consumers on the event stream.", no_args_is_help=True)
 
@@ -38,6 +35,8 @@ def register(app: typer.Typer) -> None:
 def consumer_list(
     ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False
 ) -> None:
+    from gateway.node import role_of_consumer  # noqa: PLC0415 (imported when the command runs)
+
     settings = settings_of(ctx)
     node = read_runtime(settings.runtime_file)
     rows = [
@@ -75,6 +74,9 @@ def consumer_rm(
     name: Annotated[str, typer.Argument(help="The consumer, as `eventloom consumer list` names it")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation")] = False,
 ) -> None:
+    from eventloom.ledger.mirror import MIRROR_CONSUMER  # noqa: PLC0415 (imported when the command runs)
+    from gateway.node import role_of_consumer  # noqa: PLC0415
+
     settings = settings_of(ctx)
     if name == MIRROR_CONSUMER:
         fail(
@@ -103,6 +105,8 @@ def consumer_rm(
 
 
 async def _remove(client: Client, layout: StreamLayout, name: str) -> bool:
+    from projectors.status import forget_consumer  # noqa: PLC0415
+
     try:
         await client.jetstream().delete_consumer(layout.name, name)
     except nats.js.errors.NotFoundError:

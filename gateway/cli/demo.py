@@ -8,7 +8,6 @@ import time
 from typing import Annotated, Any
 
 import typer
-from mcp import Client
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
@@ -19,8 +18,6 @@ from eventloom.runtime import read_runtime
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, run, settings_of
 from gateway.cli.demo_story import CHAT, WORK, Told, tell
-from gateway.mcp.client import stdio_server, tool_caller
-from gateway.node import node_url
 
 
 def register(app: typer.Typer) -> None:
@@ -59,6 +56,11 @@ def _start_fresh(settings: Settings) -> None:
 
 
 async def _demo(settings: Settings) -> bool:
+    from mcp import Client  # noqa: PLC0415 (the MCP SDK and the node: imported when the demo runs)
+
+    from gateway.mcp.client import stdio_server, tool_caller  # noqa: PLC0415
+    from gateway.node import node_url  # noqa: PLC0415
+
     started = time.monotonic()
     async with node_url(settings) as url:
         console.print(

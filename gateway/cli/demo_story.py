@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from gateway.mcp.client import ToolCall
+if TYPE_CHECKING:
+    from gateway.mcp.client import ToolCall
 
 WORK: Final = "checkout-perf"
 CHAT: Final = "support-chat"

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
-import httpx2
 import msgspec
 import nats.errors
 import nats.js.errors
@@ -16,12 +15,9 @@ from rich.markup import escape
 
 from eventloom.bus.connection import connect, credentials_of
 from eventloom.bus.stream import describe_stream
-from eventloom.ledger.mirror import MIRROR_CONSUMER
 from eventloom.runtime import RoleState, read_runtime, resolve_nats_url
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, console, print_failing, print_json, run, settings_of
-from readmodels.query.client import MemoryClient
-from readmodels.query.protocol import MemoryUnavailableError
 
 health_app = typer.Typer(help="Is a role up? Exit 0 when it answers, 1 when not.", no_args_is_help=True)
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON")]
@@ -80,6 +76,8 @@ def ledger(ctx: typer.Context, as_json: JsonOption = False) -> None:
 
 async def _asked(settings: Settings, ask: Callable[[Client], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
     """`ask` on a fresh NATS connection; whatever goes wrong becomes the `reason` of an unhealthy report."""
+    from readmodels.query.protocol import MemoryUnavailableError  # noqa: PLC0415 (imported when it runs)
+
     try:
         client = await connect(
             resolve_nats_url(settings),
@@ -98,6 +96,8 @@ async def _asked(settings: Settings, ask: Callable[[Client], Awaitable[dict[str,
 
 
 async def _mirror_lag(settings: Settings) -> dict[str, Any]:
+    from eventloom.ledger.mirror import MIRROR_CONSUMER  # noqa: PLC0415 (imported when the command runs)
+
     async def lag(client: Client) -> dict[str, Any]:
         layout = await describe_stream(client, settings.stream)
         info = await client.jetstream().consumer_info(layout.name, MIRROR_CONSUMER)
@@ -115,6 +115,8 @@ def query(ctx: typer.Context, as_json: JsonOption = False) -> None:
 
 
 async def _ask_query(settings: Settings) -> dict[str, Any]:
+    from readmodels.query.client import MemoryClient  # noqa: PLC0415
+
     async def answered(client: Client) -> dict[str, Any]:
         health = await MemoryClient(client, timeout_s=_TIMEOUT_S).health()
         return {"answered": True, "failing": _failing(health.failing)}
@@ -129,6 +131,8 @@ def gateway(
     ] = "http://127.0.0.1:8787/healthz",
     as_json: JsonOption = False,
 ) -> None:
+    import httpx2  # noqa: PLC0415 (imported when the command runs)
+
     try:
         response = httpx2.get(url, timeout=_TIMEOUT_S)
         ok = response.status_code == 200 and bool(response.json().get("ok"))

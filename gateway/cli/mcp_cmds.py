@@ -9,21 +9,18 @@ import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, cast
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
 from eventloom.errors import EventloomError
-from eventloom.log import EventLog
 from eventloom.runtime import resolve_nats_url
 from eventloom.settings import Settings
 from gateway.access.tokens import Role, add_token, default_actors, read_tokens, revoke_token
 from gateway.cli.common import EXIT_INVALID, console, fail, print_json, run, settings_of
-from gateway.heartbeats import roles_heartbeat
-from gateway.mcp.http import HttpGateway, serve_http
-from gateway.mcp.stdio import run_stdio
-from gateway.node import node_url, worker_roles
-from gateway.supervisor import RoleSupervisor
+
+if TYPE_CHECKING:  # the MCP SDK and the node are imported when a command runs (`--help` stays fast)
+    from gateway.mcp.http import HttpGateway
 
 DEFAULT_LISTEN = "127.0.0.1:8787"
 MEMORY_MODELS = ("graph", "keyword", "vector", "inferred")
@@ -65,6 +62,9 @@ def mcp(ctx: typer.Context) -> None:
 
 
 async def _stdio(settings: Settings) -> None:
+    from gateway.mcp.stdio import run_stdio  # noqa: PLC0415
+    from gateway.node import node_url  # noqa: PLC0415
+
     async with node_url(settings) as url:
         await run_stdio(settings, url)
 
@@ -100,6 +100,8 @@ def gateway_http(
 
 
 async def _serve_http(settings: Settings, host: str, port: int) -> None:
+    from gateway.mcp.http import serve_http  # noqa: PLC0415
+
     stop = _stop_on_signals()
 
     async def announce(gateway: HttpGateway) -> None:
@@ -119,6 +121,11 @@ def query_serve(ctx: typer.Context) -> None:
 
 
 async def _serve_queries(settings: Settings) -> None:
+    from eventloom.log import EventLog  # noqa: PLC0415
+    from gateway.heartbeats import roles_heartbeat  # noqa: PLC0415
+    from gateway.node import worker_roles  # noqa: PLC0415
+    from gateway.supervisor import RoleSupervisor  # noqa: PLC0415
+
     stop = _stop_on_signals()
     async with await EventLog.open(settings) as log:
         supervisor = RoleSupervisor()

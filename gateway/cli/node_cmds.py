@@ -32,10 +32,6 @@ from gateway.cli.common import (
 )
 from gateway.cli.mcp_cmds import parse_listen
 from gateway.cli.peers_cmd import PEERS_HELP, peers
-from gateway.mcp.http import http_role
-from gateway.node import Node
-from gateway.node_process import NodeProcess
-from projectors.status import consumer_statuses, lag_seconds
 
 _START_TIMEOUT_S = 30.0
 
@@ -115,6 +111,12 @@ def _with_options(
 
 
 async def _run_node(settings: Settings, http: tuple[str, int] | None) -> None:
+    # The node, MCP and the built-in projectors are imported when the node starts, before it reports ready
+    # (as when every command imported them): its roles then create their consumers at once.
+    import projectors.backends  # noqa: F401, PLC0415
+    from gateway.mcp.http import http_role  # noqa: PLC0415
+    from gateway.node import Node  # noqa: PLC0415
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -131,6 +133,8 @@ async def _run_node(settings: Settings, http: tuple[str, int] | None) -> None:
 
 
 def _start_detached(settings: Settings, http: str | None) -> None:
+    from gateway.node_process import NodeProcess  # noqa: PLC0415 (imported when the command runs)
+
     try:
         info = NodeProcess(settings, http=http).start(timeout=_START_TIMEOUT_S)
     except EventloomError as exc:
@@ -207,6 +211,8 @@ def status(
 
 
 async def _status(settings: Settings) -> dict[str, Any]:
+    from projectors.status import consumer_statuses, lag_seconds  # noqa: PLC0415 (imported when run)
+
     url = resolve_nats_url(settings)
     client = await connect(
         url, name="eventloom-status", persistent=False, credentials=credentials_of(settings)

@@ -6,24 +6,23 @@ import asyncio
 import logging
 import signal
 from collections.abc import Awaitable, Callable
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import msgspec
 import typer
 from rich.table import Table
 
 from eventloom.dlq import list_dead_letters, request_retry
-from eventloom.log import EventLog
 from eventloom.runtime import RoleState, RuntimeInfo, read_runtime
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_INVALID, console, fail, print_failing, print_json, run, settings_of
-from gateway.heartbeats import consumers_heartbeat
-from gateway.node import role_of_consumer
-from gateway.workers import enabled_producers, enabled_projectors, producer_runner, projector_runner
 from projectors.partitions import parse_partitions
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available
-from projectors.runner import ProjectorRunner
-from projectors.status import ConsumerStatus, consumer_statuses
+
+if TYPE_CHECKING:  # the log, the workers and the node are imported when a command runs (`--help` stays fast)
+    from eventloom.log import EventLog
+    from projectors.runner import ProjectorRunner
+    from projectors.status import ConsumerStatus
 
 T = TypeVar("T")
 
@@ -45,6 +44,8 @@ def register(app: typer.Typer) -> None:
 
 @projector_app.command("run", help="Run one projector until Ctrl-C (finishes the batch in hand first).")
 def projector_run(ctx: typer.Context, name: str, partitions: PartitionsOption = None) -> None:
+    from gateway.workers import projector_runner  # noqa: PLC0415
+
     settings = settings_of(ctx)
     make = lambda log: projector_runner(log, name, _partitions(partitions, log))  # noqa: E731
     run(_run_worker(settings, make, "projector", [f"projector:{name}"]))
@@ -52,6 +53,8 @@ def projector_run(ctx: typer.Context, name: str, partitions: PartitionsOption = 
 
 @producer_app.command("run", help="Run producers (one name, or several sharing one consumer) until Ctrl-C.")
 def producer_run(ctx: typer.Context, names: list[str], partitions: PartitionsOption = None) -> None:
+    from gateway.workers import producer_runner  # noqa: PLC0415
+
     settings = settings_of(ctx)
     make = lambda log: producer_runner(log, names, _partitions(partitions, log))  # noqa: E731
     run(_run_worker(settings, make, "producer", [f"producer:{name}" for name in sorted(names)]))
@@ -59,11 +62,15 @@ def producer_run(ctx: typer.Context, names: list[str], partitions: PartitionsOpt
 
 @projector_app.command("list", help="Installed projectors; * marks those the running node runs.")
 def projector_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    from gateway.workers import enabled_projectors  # noqa: PLC0415
+
     _list(settings_of(ctx), PROJECTORS_GROUP, enabled_projectors, _projectors_of, as_json)
 
 
 @producer_app.command("list", help="Installed producers; * marks those the running node runs.")
 def producer_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    from gateway.workers import enabled_producers  # noqa: PLC0415
+
     _list(settings_of(ctx), PRODUCERS_GROUP, enabled_producers, _producers_of, as_json)
 
 
@@ -98,6 +105,8 @@ def _with_role_states(
     statuses: list[ConsumerStatus], node: RuntimeInfo | None
 ) -> tuple[list[ConsumerStatus], dict[str, RoleState]]:
     """Each consumer with the state of the node role reading through it; and the node's failing roles."""
+    from gateway.node import role_of_consumer  # noqa: PLC0415
+
     if node is None:
         return statuses, {}
     joined = []
@@ -207,17 +216,24 @@ def _producers_of(node: RuntimeInfo) -> list[str]:
 
 
 async def _with_log(settings: Settings, use: Callable[[EventLog], Awaitable[T]]) -> T:
+    from eventloom.log import EventLog  # noqa: PLC0415
+
     async with await EventLog.open(settings, persistent=False) as log:
         return await use(log)
 
 
 async def _statuses(settings: Settings) -> list[ConsumerStatus]:
+    from projectors.status import consumer_statuses  # noqa: PLC0415
+
     return await _with_log(settings, lambda log: consumer_statuses(log.client, log.layout))
 
 
 async def _run_worker(
     settings: Settings, make: Callable[[EventLog], ProjectorRunner], role: str, capabilities: list[str]
 ) -> None:
+    from eventloom.log import EventLog  # noqa: PLC0415
+    from gateway.heartbeats import consumers_heartbeat  # noqa: PLC0415
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
