@@ -9,12 +9,10 @@ import nats.errors
 import typer
 
 from eventloom.errors import EventValidationError
-from eventloom.log import EventLog
 from eventloom.settings import Settings
 from eventloom.validation import decode_json_input
 from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, print_json, run, settings_of
 from readmodels.graph.protocol import GraphStoreError
-from readmodels.query.cypher_service import ask_cypher
 
 graph_app = typer.Typer(help="The temporal memory graph read model.", no_args_is_help=True)
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON")]
@@ -45,6 +43,9 @@ def graph_query(
 
 
 async def _query(settings: Settings, cypher: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    from eventloom.log import EventLog  # noqa: PLC0415 (imported when the command runs)
+    from readmodels.query.cypher_service import ask_cypher  # noqa: PLC0415
+
     async with await EventLog.open(settings, persistent=False) as log:
         try:
             return await ask_cypher(log.client, cypher, params)

@@ -12,7 +12,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from eventloom.errors import EventValidationError
 from eventloom.event import Event, encode_event, os_principal
-from eventloom.log import EventLog
 from eventloom.request import AppendRequest
 from eventloom.settings import Settings
 from eventloom.validation import decode_json_input
@@ -127,6 +126,8 @@ def _validate_all(requests: list[AppendRequest], places: list[str]) -> None:
 
 
 async def _append(settings: Settings, requests: list[AppendRequest]) -> None:
+    from eventloom.log import EventLog  # noqa: PLC0415 (imported when the command runs)
+
     async with await EventLog.open(settings, persistent=False) as log:
         if len(requests) <= _IMPORT_CHUNK:
             for event in await log.append_many(requests):
@@ -175,6 +176,8 @@ def tail(
 
 
 async def _tail(settings: Settings, session: str | None, from_seq: int, follow: bool, as_json: bool) -> None:
+    from eventloom.log import EventLog  # noqa: PLC0415 (imported when the command runs)
+
     async with await EventLog.open(settings, persistent=follow) as log:
         try:
             async for event in log.events(session, from_seq=from_seq, follow=follow):

@@ -13,7 +13,6 @@ from eventloom.event import os_principal
 from eventloom.keys import Keyring
 from eventloom.quarantine import Quarantined, clear_quarantined, cleared_digests
 from eventloom.settings import Settings
-from eventloom.verify import find_quarantined
 from gateway.cli.common import EXIT_INVALID, console, fail, on_stream, print_json, run, settings_of
 from gateway.cli.verify_cmd import load_keyring
 
@@ -88,6 +87,8 @@ def _print(found: list[Quarantined]) -> None:
 async def _find(
     settings: Settings, keyring: Keyring, session: str | None, show_all: bool
 ) -> list[Quarantined]:
+    from eventloom.verify import find_quarantined  # noqa: PLC0415 (imported when the command runs)
+
     async def find(client: Client, layout: StreamLayout) -> list[Quarantined]:
         found = await find_quarantined(client, layout, keyring, session)
         cleared = set() if show_all else await cleared_digests(client)

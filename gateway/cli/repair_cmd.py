@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from nats.aio.client import Client
@@ -14,11 +14,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from eventloom.bus.connection import connect, credentials_of
 from eventloom.bus.stream import StreamLayout, describe_stream, ensure_stream, jetstream_api
 from eventloom.keys import Keyring
-from eventloom.repair import RepairReport, SessionRepair, apply_repair, plan_repair
 from eventloom.runtime import resolve_nats_url
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, console, print_json, run, settings_of
 from gateway.cli.verify_cmd import load_keyring
+
+if TYPE_CHECKING:  # the repair is imported when the command runs (`eventloom --help` stays fast)
+    from eventloom.repair import RepairReport, SessionRepair
 
 _STREAM_NOT_FOUND = 10059
 HELP = (
@@ -62,6 +64,8 @@ def repair(
 async def _repair(
     settings: Settings, keyring: Keyring, session: str | None, apply: bool, *, show_progress: bool
 ) -> RepairReport:
+    from eventloom.repair import apply_repair, plan_repair  # noqa: PLC0415 (imported when the command runs)
+
     client = await connect(
         resolve_nats_url(settings),
         name="eventloom-repair",
@@ -86,6 +90,8 @@ async def _repair(
 async def _applied_if(
     apply: bool, client: Client, layout: StreamLayout, settings: Settings, plan: RepairReport
 ) -> RepairReport:
+    from eventloom.repair import apply_repair  # noqa: PLC0415
+
     return await apply_repair(client, layout, settings.ledger_dir, plan) if apply else plan
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from nats.aio.client import Client
@@ -15,7 +15,6 @@ from eventloom.event import utc_timestamp
 from eventloom.keys import Keyring, KeyStore, TrustedKey
 from eventloom.settings import Settings
 from eventloom.validation import decode_json_input
-from eventloom.verify import VerifyReport, verify_everything, verify_ledger_dir
 from gateway.cli.common import (
     EXIT_FAILED,
     EXIT_INVALID,
@@ -26,6 +25,9 @@ from gateway.cli.common import (
     run,
     settings_of,
 )
+
+if TYPE_CHECKING:  # the checks are imported when a command runs (`eventloom --help` stays fast)
+    from eventloom.verify import VerifyReport
 
 
 def register(app: typer.Typer) -> None:
@@ -44,6 +46,8 @@ def verify(
     wait: Annotated[float, typer.Option(help="Seconds to let the ledger mirror catch up first")] = 10.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object")] = False,
 ) -> None:
+    from eventloom.verify import VerifyReport, verify_ledger_dir  # noqa: PLC0415 (imported when run)
+
     settings = settings_of(ctx)
     trusted = load_keyring(settings, keyring)
     if ledger_only is not None:
@@ -80,6 +84,8 @@ def load_keyring(settings: Settings, path: Path | None) -> Keyring:
 
 
 async def _verify(settings: Settings, keyring: Keyring, session: str | None, wait: float) -> VerifyReport:
+    from eventloom.verify import verify_everything  # noqa: PLC0415
+
     async def verify(client: Client, layout: StreamLayout) -> VerifyReport:
         return await verify_everything(
             client, layout, keyring, settings.ledger_dir, session=session, wait_s=wait
