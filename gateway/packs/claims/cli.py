@@ -12,20 +12,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, fail, print_json, run, settings_of
 from gateway.packs.claims import cli_render as show
-from gateway.packs.claims.citing import parse_ref
-from gateway.packs.claims.client import ClaimsClient
-from gateway.packs.claims.llm_extract import OpenAICompatibleTriples
 from gateway.packs.claims.model import event_key
-from readmodels.query.protocol import MemoryUnavailableError
 from readmodels.retrieval.model import QueryError
+
+if TYPE_CHECKING:  # the log and the client are imported when a command runs (`eventloom --help` stays fast)
+    from gateway.packs.claims.client import ClaimsClient
 
 T = TypeVar("T")
 claims_app = typer.Typer(
@@ -56,6 +54,11 @@ def register(app: typer.Typer) -> None:
 
 
 async def _using(settings: Settings, use: Callable[[ClaimsClient], Awaitable[T]]) -> T:
+    from eventloom.log import EventLog  # noqa: PLC0415
+    from gateway.packs.claims.client import ClaimsClient  # noqa: PLC0415
+    from gateway.packs.claims.llm_extract import OpenAICompatibleTriples  # noqa: PLC0415
+    from readmodels.query.protocol import MemoryUnavailableError  # noqa: PLC0415
+
     async with await EventLog.open(settings, persistent=False) as log:
         try:
             return await use(ClaimsClient(log, extractor=OpenAICompatibleTriples.from_settings(settings)))
@@ -82,6 +85,8 @@ def _json_or(as_json: bool, value: Any, missing: str) -> bool:
 
 
 def _recorded(citation: str, what: str, as_json: bool) -> None:
+    from gateway.packs.claims.citing import parse_ref  # noqa: PLC0415 (it imports the log)
+
     session, seq, _ = parse_ref("citation", citation)
     if as_json:
         print_json({"citation": citation, "key": event_key(session, seq), "session": session, "seq": seq})

@@ -9,15 +9,13 @@ node answers, 2 invalid input, 3 no node running.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, fail, print_json, run, settings_of
 from gateway.packs.workflow import cli_render as show
-from gateway.packs.workflow.client import WorkflowClient
 from gateway.packs.workflow.events import ITEM_KEY
 from gateway.packs.workflow.reads import (
     IssueQuestion,
@@ -29,8 +27,10 @@ from gateway.packs.workflow.reads import (
     SequenceQuestion,
     ToolCallsQuestion,
 )
-from readmodels.query.protocol import MemoryUnavailableError
 from readmodels.retrieval.model import QueryError
+
+if TYPE_CHECKING:  # the log and the client are imported when a command runs (`eventloom --help` stays fast)
+    from gateway.packs.workflow.client import WorkflowClient
 
 T = TypeVar("T")
 workflow_app = typer.Typer(
@@ -51,6 +51,10 @@ def register(app: typer.Typer) -> None:
 
 
 async def _asking(settings: Settings, ask: Callable[[WorkflowClient], Awaitable[T]]) -> T:
+    from eventloom.log import EventLog  # noqa: PLC0415
+    from gateway.packs.workflow.client import WorkflowClient  # noqa: PLC0415
+    from readmodels.query.protocol import MemoryUnavailableError  # noqa: PLC0415
+
     async with await EventLog.open(settings, persistent=False) as log:
         try:
             return await ask(WorkflowClient(log.client))
