@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from readmodels.neo4j.local import Neo4jEndpoint, docker_answers, missing_tools
+from readmodels.neo4j.local import docker_answers, missing_tools
 from tests.test_bench_smoke import run_bench
 
 pytestmark = [
@@ -30,12 +30,8 @@ def test_rebuild_benchmark_reports_seconds_rows_per_event_and_the_ratio_to_the_i
     assert {"Event", "RELATES", "schema:build"} <= set(report["load_seconds"])
 
 
-def test_partitions_benchmark_reports_the_rate_with_one_and_two_workers(
-    neo4j_endpoint: Neo4jEndpoint,
-) -> None:
-    shared = {"NEO4J_URI": neo4j_endpoint.uri, "NEO4J_USER": neo4j_endpoint.user}
-    shared["NEO4J_PASSWORD"] = neo4j_endpoint.password  # the run's server: no second one to start
-    report: dict[str, Any] = run_bench("partitions.py", "--events", "400", "--sessions", "8", env=shared)
+def test_partitions_benchmark_reports_the_rate_with_one_and_two_workers() -> None:
+    report: dict[str, Any] = run_bench("partitions.py", "--events", "400", "--sessions", "8")
     assert report["workers_1_events_per_s"] > 0 and report["workers_2_events_per_s"] > 0
     assert report["speedup"] > 0
     assert sum(report["workers_2"]["sessions_per_worker"]) == 8

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,15 +13,9 @@ import pytest
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 
-def run_bench(*args: str, timeout: float = 600, env: dict[str, str] | None = None) -> dict[str, object]:
+def run_bench(*args: str, timeout: float = 600) -> dict[str, object]:
     done = subprocess.run(
-        [sys.executable, *args],
-        cwd=BENCH,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        env=None if env is None else os.environ | env,
+        [sys.executable, *args], cwd=BENCH, capture_output=True, text=True, timeout=timeout, check=False
     )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
