@@ -8,8 +8,9 @@ commands) do not import the backend.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from eventloom.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from gateway.access.backend import Backend
@@ -27,14 +28,4 @@ _LAZY: dict[str, str] = {
 __all__ = ["LOCAL_OPERATOR", "Backend", "Principal", "TokenBook", "TokenFileError", "bearer_token"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value  # once: later lookups do not come back here
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)
