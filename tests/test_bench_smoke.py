@@ -124,3 +124,12 @@ def test_claims_benchmark_reports_projection_translation_and_read_latencies() ->
     ladybug = report["backends"]["ladybug"]
     assert ladybug["projection_events_per_s"] == report["projection_events_per_s"]
     assert ladybug["reads"]["view_nodes"] == 200 and max(ladybug["reads"]["basis_links_seen"]) >= 3
+
+
+def test_cli_start_benchmark_reports_each_command_next_to_the_raw_interpreter() -> None:
+    report: dict[str, Any] = run_bench("cli_start.py", "--runs", "1")
+    assert set(report["seconds"]) == {
+        "eventloom --help", "eventloom status", "eventloom tail --help", "eventloom memory query --help"
+    }  # fmt: skip
+    assert 0 < report["raw_python_start_s"]["p50"] < report["seconds"]["eventloom status"]["p50"]
+    assert set(report["median_over_raw_s"]) == set(report["seconds"])
