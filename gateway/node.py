@@ -10,6 +10,10 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client
+
 from eventloom.bus.auth import authorization_block, ensure_passwords
 from eventloom.bus.cluster import LocalNats, describe_nats, local_nats, wait_for_jetstream
 from eventloom.bus.connection import connect, credentials_of
@@ -17,7 +21,7 @@ from eventloom.bus.heartbeat import HeartbeatPublisher, PeerWatcher
 from eventloom.bus.stream import ensure_stream
 from eventloom.event import utc_timestamp
 from eventloom.keys import KeyStore
-from eventloom.ledger.mirror import LedgerMirror
+from eventloom.ledger.mirror import MIRROR_CONSUMER, LedgerMirror
 from eventloom.log import EventLog
 from eventloom.malloc import limit_arenas, trim_periodically
 from eventloom.runtime import LOCK_NAME, NodeLock, RuntimeInfo, read_runtime, write_runtime
@@ -32,6 +36,7 @@ from readmodels.query.service import serve_memory
 
 log = logging.getLogger(__name__)
 _NODE_START_S = 60.0
+_ROLES_START_S = 20.0
 
 
 GatewayRole = Callable[[str, asyncio.Event, Callable[[str], Awaitable[None]]], Awaitable[None]]
@@ -116,8 +121,6 @@ class Node:
             if self.gateway is not None:
                 roles["gateway-http"] = self._gateway_role(self.gateway, stop)
             self.roles = sorted(roles)
-            await self._record_runtime()
-            self.ready.set()
             producers = enabled_producers(settings) if "producers" in roles else []
             self.heartbeat = roles_heartbeat(
                 client, settings, role="node", roles=self.roles, producers=producers
@@ -126,7 +129,12 @@ class Node:
             trimming = asyncio.create_task(trim_periodically(stop, settings.memory_trim_s))
             try:
                 async with self.heartbeat.running(), self.peers.running():
-                    await self.supervisor.run(roles, stop)
+                    supervising = asyncio.create_task(self.supervisor.run(roles, stop))
+                    consumers = role_consumers(self.roles, producers)
+                    await self._until_consumers_exist(client, layout.name, consumers, supervising)
+                    self.ready.set()  # before the record: `_record_runtime` writes only once ready
+                    await self._record_runtime()
+                    await supervising
             finally:
                 trimming.cancel()
         finally:
@@ -150,8 +158,31 @@ class Node:
         url = self.url
         return lambda: gateway(url, stop, serving)
 
+    async def _until_consumers_exist(
+        self, client: Client, stream: str, consumers: dict[str, str], supervising: asyncio.Task[None]
+    ) -> None:
+        """Ready means serving: wait (at most `_ROLES_START_S`) until each role's durable consumer exists, or
+        the role is failing (`status` says why), so that `up --detach` returns a node whose roles read."""
+        js = client.jetstream()
+        deadline = asyncio.get_running_loop().time() + _ROLES_START_S
+        waiting = dict(consumers)
+        while waiting and asyncio.get_running_loop().time() < deadline and not supervising.done():
+            with contextlib.suppress(nats.errors.Error, nats.js.errors.Error, TimeoutError):
+                existing = {info.name for info in await js.consumers_info(stream)}
+                failing = self.supervisor.failing()
+                waiting = {c: r for c, r in waiting.items() if c not in existing and r not in failing}
+            if waiting:
+                await asyncio.sleep(0.05)
+        if supervising.done():
+            supervising.result()  # the roles stopped before they started: say why
+        if waiting:
+            log.warning("ready without the consumers of %s yet", ", ".join(sorted(waiting.values())))
+
     async def _record_runtime(self) -> None:
-        """Rewrite `<data>/runtime.json` from the node's state now; one write at a time, in call order."""
+        """Rewrite `<data>/runtime.json` from the node's state now; one write at a time, in call order.
+        Nothing is written before the node is ready: the file says a node serves here."""
+        if not self.ready.is_set():
+            return
         assert self.url is not None
         info = RuntimeInfo(
             pid=os.getpid(),
@@ -198,12 +229,17 @@ def worker_roles(
     return roles
 
 
+def role_consumers(roles: list[str], producers: list[str]) -> dict[str, str]:
+    """The durable consumer each of `roles` reads through, and the role (the query service has none)."""
+    consumers = {MIRROR_CONSUMER: "ledger-mirror"} if "ledger-mirror" in roles else {}
+    for role in roles:
+        if role.startswith("projector:"):
+            consumers[consumer_name("projector", role.removeprefix("projector:"), None)] = role
+    if "producers" in roles and producers:
+        consumers[consumer_name("producer", "-".join(sorted(producers)), None)] = "producers"
+    return consumers
+
+
 def role_of_consumer(consumer: str, node: RuntimeInfo) -> str | None:
     """The role of `node` that reads through `consumer` (None: another process's, or a rebuild's)."""
-    if consumer == "ledger-mirror":
-        return consumer
-    if consumer.startswith("projector-") and f"projector:{consumer.removeprefix('projector-')}" in node.roles:
-        return f"projector:{consumer.removeprefix('projector-')}"
-    if node.producers and consumer == consumer_name("producer", "-".join(sorted(node.producers)), None):
-        return "producers"
-    return None
+    return role_consumers(node.roles, node.producers).get(consumer)
