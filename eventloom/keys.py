@@ -7,6 +7,7 @@ import binascii
 import contextlib
 import hashlib
 import os
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,6 +31,39 @@ def b64url_decode(text: str) -> bytes:
 def key_id_of(public_key: bytes) -> str:
     """First 16 hex of sha256(raw 32-byte public key)."""
     return hashlib.sha256(public_key).hexdigest()[:16]
+
+
+class VerifiedSignatures:
+    """Signatures this process has already verified, so that the node's consumers, which all read the same
+    events, pay for each Ed25519 verification once instead of once per consumer.
+
+    Only successes are kept, under a digest of everything the verification covered (public key, signed
+    bytes, signature): a hit means these exact bytes verified with this exact key. Bounded; the oldest go
+    first."""
+
+    def __init__(self, capacity: int = 65_536) -> None:
+        self._capacity = capacity
+        self._seen: dict[bytes, None] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def digest(public_key: bytes, signed: bytes, signature: bytes) -> bytes:
+        return hashlib.blake2b(public_key + signed + signature, digest_size=16).digest()
+
+    def __contains__(self, digest: object) -> bool:
+        return digest in self._seen
+
+    def add(self, digest: bytes) -> None:
+        with self._lock:
+            self._seen[digest] = None
+            while len(self._seen) > self._capacity:
+                del self._seen[next(iter(self._seen))]
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+
+VERIFIED = VerifiedSignatures()
 
 
 class TrustedKey(msgspec.Struct, frozen=True):
@@ -75,7 +109,12 @@ class Keyring:
             raw = b64url_decode(sig)
             if len(raw) != 64 or b64url(raw) != sig:  # one event, one spelling of its signature
                 raise SignatureError("sig: not the unpadded base64url of a 64-byte Ed25519 signature")
-            crypto_sign_open(raw + bytes.fromhex(event_hash), public_key)  # releases the GIL
+            signed = bytes.fromhex(event_hash)
+            digest = VerifiedSignatures.digest(public_key, signed, raw)
+            if digest in VERIFIED:
+                return
+            crypto_sign_open(raw + signed, public_key)  # releases the GIL
+            VERIFIED.add(digest)
         except (BadSignatureError, ValueError, binascii.Error):
             raise SignatureError(f"sig: signature does not verify with key {key_id}") from None
 
