@@ -10,20 +10,19 @@ names the field), `unavailable` when it raised `ReadModelUnavailableError`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import msgspec
-import nats.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from eventloom.errors import ReadModelUnavailableError
 from readmodels.query.client import DEFAULT_TIMEOUT_S, request_reply
 from readmodels.query.protocol import MemoryUnavailableError
-from readmodels.query.service import answer
+from readmodels.query.responder import Responder
+from readmodels.query.service import BUSY_REPLY, answer
 from readmodels.retrieval.model import QueryError
 
 SUBJECT_ROOT: Final = "eventloom.q."
@@ -66,15 +65,10 @@ async def serve_answers(
         reply = await answer(asked, message.data)
         await message.respond(msgspec.json.encode(reply))
 
-    subscription = await client.subscribe(prefix + "*", queue=projector, cb=respond)
-    await client.flush()
-    if ready is not None:
-        ready.set()
-    try:
-        await stop.wait()
-    finally:
-        with contextlib.suppress(nats.errors.Error):
-            await subscription.unsubscribe()
+    async def busy(message: Msg) -> None:
+        await message.respond(BUSY_REPLY)
+
+    await Responder(client, prefix + "*", projector, respond, busy).serve(stop, ready)
 
 
 async def ask(

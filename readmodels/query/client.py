@@ -11,6 +11,7 @@ from nats.aio.client import Client
 from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
 from readmodels.inferred.model import InferredStatus
 from readmodels.query.protocol import MemoryUnavailableError
+from readmodels.query.responder import timeout_headers
 from readmodels.query.service import SUBJECT_PREFIX, InferredRequest, Reply, ServiceHealth
 from readmodels.retrieval.candidates import (
     CandidateList,
@@ -93,7 +94,9 @@ async def request_reply(
     Raises `MemoryUnavailableError` with `nobody` when no one answers and names `late` when the answer
     does not come in time, `QueryError` for invalid input and `MemoryQueryFailed` for the rest."""
     try:
-        response = await client.request(subject, msgspec.json.encode(request), timeout=timeout_s)
+        response = await client.request(
+            subject, msgspec.json.encode(request), timeout=timeout_s, headers=timeout_headers(timeout_s)
+        )
     except nats.errors.NoRespondersError:
         raise MemoryUnavailableError(nobody) from None
     except nats.errors.TimeoutError:

@@ -7,20 +7,21 @@ stateless clients may ask. Requests and replies are plain JSON at the wire bound
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from typing import Any, Final
 
 import msgspec
-import nats.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from eventloom.errors import ReadModelUnavailableError
 from readmodels.graph.protocol import GraphStore, GraphStoreError
+from readmodels.query.responder import Responder, timeout_headers
 
 CYPHER_SUBJECT: Final = "eventloom.q.graph.cypher"
 MAX_QUERY_CHARS: Final = 4096
+CYPHER_TIMEOUT_S: Final = 30.0
+BUSY: Final = "the graph is busy: too many queries are waiting; ask again in a moment"
 
 
 class CypherRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -51,12 +52,10 @@ async def serve_cypher(client: Client, store: Callable[[], GraphStore], stop: as
             reply = CypherReply(error=str(exc))
         await message.respond(msgspec.json.encode(reply))
 
-    subscription = await client.subscribe(CYPHER_SUBJECT, queue="graph", cb=answer)
-    try:
-        await stop.wait()
-    finally:
-        with contextlib.suppress(nats.errors.Error):
-            await subscription.unsubscribe()
+    async def busy(message: Msg) -> None:
+        await message.respond(msgspec.json.encode(CypherReply(error=BUSY)))
+
+    await Responder(client, CYPHER_SUBJECT, "graph", answer, busy).serve(stop)
 
 
 async def ask_cypher(
@@ -64,7 +63,9 @@ async def ask_cypher(
 ) -> list[dict[str, Any]]:
     """Raises GraphStoreError with the owner's message, or NoRespondersError when no owner runs."""
     request = CypherRequest(cypher=cypher, params=params or {})
-    response = await client.request(CYPHER_SUBJECT, msgspec.json.encode(request), timeout=30)
+    body = msgspec.json.encode(request)
+    headers = timeout_headers(CYPHER_TIMEOUT_S)
+    response = await client.request(CYPHER_SUBJECT, body, timeout=CYPHER_TIMEOUT_S, headers=headers)
     reply = msgspec.json.decode(response.data, type=CypherReply)
     if reply.error is not None:
         raise GraphStoreError(reply.error)

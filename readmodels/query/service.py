@@ -7,25 +7,25 @@ Subjects (`eventloom.q.memory.*`): `query` (a `Query`), `checkout` (a `CheckoutR
 `health` (`{}`, answered with a `ServiceHealth`:
 `ok` is false while a role of the service's process is failing, and `failing` names each). Replies
 are `{"result": ...}` or `{"error": {"code", "message"}}`; codes are `invalid_input` (the message names the
-field), `unavailable` and `internal`. Plain JSON on the wire.
+field), `unavailable` (also when too many questions already wait: ask again) and `internal`. Plain JSON on
+the wire. A few questions are answered at once (`readmodels.query.responder`), health probes ahead of them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Literal
 
 import msgspec
-import nats.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from eventloom.runtime import RoleState
 from readmodels.checkout.model import CheckoutRequest
 from readmodels.query.protocol import MemoryService, MemoryUnavailableError
+from readmodels.query.responder import Responder
 from readmodels.retrieval.candidates import CandidateListRequest, CandidateRequest
 from readmodels.retrieval.causal_chains import CausalRequest
 from readmodels.retrieval.causal_reads import CausalExplainRequest, CausalPathRequest
@@ -35,6 +35,7 @@ from readmodels.view import ViewRequest
 log = logging.getLogger(__name__)
 SUBJECT_PREFIX: Final = "eventloom.q.memory."
 QUEUE: Final = "memory"
+BUSY: Final = "the query service is busy: too many questions are waiting; ask again in a moment"
 ErrorCode = Literal["invalid_input", "unavailable", "internal"]
 
 
@@ -46,6 +47,9 @@ class ErrorBody(msgspec.Struct, frozen=True):
 class Reply(msgspec.Struct, frozen=True, omit_defaults=True):
     result: Any = None
     error: ErrorBody | None = None
+
+
+BUSY_REPLY: Final = msgspec.json.encode(Reply(error=ErrorBody("unavailable", BUSY)))
 
 
 class ServiceHealth(msgspec.Struct, frozen=True, kw_only=True):
@@ -130,20 +134,23 @@ async def serve_memory(
 ) -> None:
     """Answer memory queries until `stop` is set; `ready` is set once the server knows the subscriptions.
     `failing` names the roles of this process that fail (the health answer reports them)."""
-    subscriptions = []
-    for name, handler in _handlers(memory, failing).items():
+    handlers = _handlers(memory, failing)
 
-        async def respond(message: Msg, handler: Callable[[bytes], Awaitable[Any]] = handler) -> None:
+    async def respond(message: Msg) -> None:
+        handler = handlers.get(message.subject.removeprefix(SUBJECT_PREFIX))
+        if handler is None:
+            unknown = f"subject: {message.subject!r} is not a memory query"
+            reply = Reply(error=ErrorBody("invalid_input", unknown))
+        else:
             reply = await answer(handler, message.data)
-            await message.respond(msgspec.json.encode(reply))
+        await message.respond(msgspec.json.encode(reply))
 
-        subscriptions.append(await client.subscribe(SUBJECT_PREFIX + name, queue=QUEUE, cb=respond))
-    await client.flush()
-    if ready is not None:
-        ready.set()
-    try:
-        await stop.wait()
-    finally:
-        for subscription in subscriptions:
-            with contextlib.suppress(nats.errors.Error):
-                await subscription.unsubscribe()
+    responder = Responder(
+        client,
+        SUBJECT_PREFIX + "*",
+        QUEUE,
+        respond,
+        busy=lambda message: message.respond(BUSY_REPLY),
+        immediate=frozenset({SUBJECT_PREFIX + "health"}),
+    )
+    await responder.serve(stop, ready)
