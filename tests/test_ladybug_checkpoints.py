@@ -1,4 +1,5 @@
-"""LadybugDB folds its WAL when the projector is idle, not inside the commit of a batch others wait behind."""
+"""LadybugDB folds its WAL when the projector is idle, not inside the commit of a batch others wait behind,
+and folds after a number of commits or events too: until then the engine holds every commit in memory."""
 
 from __future__ import annotations
 
@@ -12,10 +13,15 @@ from eventloom.request import AppendRequest
 from eventloom.settings import Settings
 from projectors.graph.projector import GraphProjector
 from readmodels.embedded.graph_store import LadybugGraphStore
+from readmodels.embedded.ladybug_checkpoints import CheckpointPolicy, Uncheckpointed
 from tests.runtime_support import drained, running
 from tests.test_graph_support import SessionLog, fact, project
 
 pytestmark = pytest.mark.anyio
+
+
+NEVER = 1 << 40
+IDLE_BY_WAL = CheckpointPolicy(NEVER, NEVER, NEVER, idle_wal_bytes=1, idle_commits=NEVER, idle_events=NEVER)
 
 
 def wal(path: Path) -> int:
@@ -28,7 +34,7 @@ async def test_idle_folds_the_wal_that_commits_leave_alone(tmp_path: Path) -> No
     log = SessionLog("s")
     for n in range(30):
         log.add("memory.fact.asserted", fact((f"svc-{n % 4}", "service", f"rev {n}")))
-    async with LadybugGraphStore(path, checkpoint_threshold=1 << 40, idle_checkpoint_bytes=1) as store:
+    async with LadybugGraphStore(path, checkpoints=IDLE_BY_WAL) as store:
         await project(store, log.events, batch=5)
         assert wal(path) > 0 and "checkpoint" not in store.stages.calls  # commits alone never fold
         await store.idle()
@@ -42,14 +48,15 @@ async def test_a_commit_past_the_threshold_folds_it(tmp_path: Path) -> None:
     path = tmp_path / "graph.lbug"
     log = SessionLog("s")
     log.add("memory.fact.asserted", fact(("auth", "service", "v1")))
-    async with LadybugGraphStore(path, checkpoint_threshold=1, idle_checkpoint_bytes=1 << 40) as store:
+    policy = CheckpointPolicy(1, NEVER, NEVER, idle_wal_bytes=NEVER, idle_commits=NEVER, idle_events=NEVER)
+    async with LadybugGraphStore(path, checkpoints=policy) as store:
         await project(store, log.events)
         assert store.stages.calls["checkpoint"] == 1 and wal(path) < 1024
 
 
 async def test_the_runner_lets_an_idle_store_fold_its_wal(log: EventLog, settings: Settings) -> None:
     path = settings.data_dir / "idle" / "graph.lbug"
-    store = LadybugGraphStore(path, checkpoint_threshold=1 << 40, idle_checkpoint_bytes=1)
+    store = LadybugGraphStore(path, checkpoints=IDLE_BY_WAL)
     notes = [
         AppendRequest(session="w", type="note.added", actor="agent", payload={"text": f"n{n}"})
         for n in range(20)
@@ -62,3 +69,38 @@ async def test_the_runner_lets_an_idle_store_fold_its_wal(log: EventLog, setting
                 break
             await asyncio.sleep(0.05)
         assert store.stages.calls.get("checkpoint") == 1 and wal(path) < 1024
+
+
+async def test_a_busy_store_folds_after_enough_commits_whatever_its_log(tmp_path: Path) -> None:
+    path = tmp_path / "graph.lbug"
+    log = SessionLog("s")
+    for n in range(7):
+        log.add("memory.fact.asserted", fact((f"svc-{n}", "service", f"rev {n}")))
+    policy = CheckpointPolicy(NEVER, commits=3, events=NEVER, idle_wal_bytes=NEVER, idle_commits=NEVER)
+    async with LadybugGraphStore(path, checkpoints=policy) as store:
+        await project(store, log.events, batch=1)
+        assert store.stages.calls["checkpoint"] == 2  # after the 3rd and the 6th commit
+        assert len(await store.events("s")) == 7
+
+
+def test_when_a_checkpoint_is_due(tmp_path: Path) -> None:
+    database = tmp_path / "db.lbug"
+    policy = CheckpointPolicy(
+        wal_bytes=100, commits=4, events=50, idle_wal_bytes=10, idle_commits=2, idle_events=20
+    )
+    held = Uncheckpointed(database, policy)
+    assert not held.due(idle=True) and not held.due(idle=False)  # nothing committed, no log
+    held.committed(5)
+    assert not held.due(idle=True) and not held.due(idle=False)
+    held.committed(5)
+    assert held.due(idle=True) and not held.due(idle=False)  # two commits: idle folds them
+    held.committed(45)
+    assert held.due(idle=False)  # 55 events
+    held.checkpointed()
+    assert not held.due(idle=True)
+    for _ in range(4):
+        held.committed(0)
+    assert held.due(idle=False)  # four commits of nothing still hold memory
+    held.checkpointed()
+    database.with_name("db.lbug.wal").write_bytes(b"x" * 11)
+    assert held.due(idle=True) and not held.due(idle=False)  # a log left from before, folded when idle

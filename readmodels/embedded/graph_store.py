@@ -20,6 +20,7 @@ from eventloom.settings import Settings
 from eventloom.stages import StageTimes
 from readmodels.embedded.graph_schema import apply_migrations, typed_rel_ddl
 from readmodels.embedded.graph_writes import write_plan
+from readmodels.embedded.ladybug_checkpoints import DEFAULT_POLICY, CheckpointPolicy, Uncheckpointed
 from readmodels.embedded.ladybug_io import open_database, rollback, run_rows
 from readmodels.graph import equivalence, reads
 from readmodels.graph.cypher.guard import single_read_statement
@@ -42,10 +43,11 @@ from readmodels.graph.snapshot import load_open_edges, load_snapshot, read_check
 from readmodels.graph.versioning import Resolver, load_request
 
 T = TypeVar("T")
-DEFAULT_CHECKPOINT_THRESHOLD = 256 * 1024 * 1024
+DEFAULT_CHECKPOINT_THRESHOLD = DEFAULT_POLICY.wal_bytes
 """WAL bytes past which a commit folds the WAL into the database file (a checkpoint). Its own default (a
-few MiB) makes nearly every batch commit pay for a checkpoint, which costs more than the batch itself."""
-IDLE_CHECKPOINT_BYTES = 16 * 1024 * 1024
+few MiB) makes nearly every batch commit pay for a checkpoint, which costs more than the batch itself.
+The stores that decide themselves also count commits and events (`ladybug_checkpoints`)."""
+IDLE_CHECKPOINT_BYTES = DEFAULT_POLICY.idle_wal_bytes
 """WAL bytes past which an idle store folds the WAL (see `LadybugGraphStore.idle`)."""
 DEFAULT_BUFFER_POOL_SIZE = 0
 """LadybugDB's own default (80 % of the machine's memory). A bound of 1 GiB made writes fail ("the buffer
@@ -71,14 +73,11 @@ class LadybugGraphStore:
         path: str | Path,
         *,
         buffer_pool_size: int = DEFAULT_BUFFER_POOL_SIZE,
-        checkpoint_threshold: int = DEFAULT_CHECKPOINT_THRESHOLD,
-        idle_checkpoint_bytes: int = IDLE_CHECKPOINT_BYTES,
+        checkpoints: CheckpointPolicy = DEFAULT_POLICY,
     ) -> None:
         self.path = Path(path)
-        self._wal = self.path.with_name(self.path.name + ".wal")
         self._buffer_pool_size = buffer_pool_size
-        self._checkpoint_threshold = checkpoint_threshold
-        self._idle_checkpoint_bytes = idle_checkpoint_bytes
+        self._uncheckpointed = Uncheckpointed(self.path, checkpoints)
         self._db: ladybug.Database | None = None
         self._writer: ladybug.Connection | None = None
         self._reader: ladybug.Connection | None = None
@@ -117,7 +116,7 @@ class LadybugGraphStore:
         self._db = open_database(
             str(self.path),
             buffer_pool_size=self._buffer_pool_size,
-            auto_checkpoint=False,  # `_checkpoint_past` decides when (see `idle`)
+            auto_checkpoint=False,  # `_checkpoint_if_due` decides when (see `idle`)
         )
         self._writer = ladybug.Connection(self._db)
         self.migrations_applied = apply_migrations(self._write)
@@ -270,29 +269,28 @@ class LadybugGraphStore:
                 rollback(self._writer)
             self._typed = self._rel_tables()  # DDL of the failed batch was rolled back too
             raise
+        self._uncheckpointed.committed(len(todo))
         if todo:
             self._open_edges.committed(plan)
             self._names.committed(plan)
-        self._checkpoint_past(self._checkpoint_threshold)
+        self._checkpoint_if_due(idle=False)
         return len(todo)
 
     async def idle(self) -> None:
-        """Nothing to write: fold the WAL into the database file now, if it holds more than a little.
+        """Nothing to write: fold what the commits since the last checkpoint hold, if it is more than a
+        little (`readmodels.embedded.ladybug_checkpoints`).
 
         A checkpoint's cost grows with the database (~6 s at 100,000 events of bench/project.py's load), and
         the engine takes it inside the commit that crosses its threshold, holding that batch and every event
         behind it. Taken while the projector is idle, it delays nobody; under a load with no idle moment, a
-        commit past `checkpoint_threshold` still takes it, as before."""
-        await self._writing(lambda: self._checkpoint_past(self._idle_checkpoint_bytes))
+        commit past the policy's larger bounds still takes it."""
+        await self._writing(lambda: self._checkpoint_if_due(idle=True))
 
-    def _checkpoint_past(self, wal_bytes: int) -> None:
-        try:
-            size = self._wal.stat().st_size
-        except FileNotFoundError:
-            return
-        if size > wal_bytes:
+    def _checkpoint_if_due(self, *, idle: bool) -> None:
+        if self._uncheckpointed.due(idle=idle):
             with self.stages.timed("checkpoint"):
                 self._write("CHECKPOINT")
+            self._uncheckpointed.checkpointed()
 
     def _snapshot(self, todo: list[EventProjection]) -> Snapshot:
         """What the batch touches, read in its transaction; the keys of names this store remembers are not

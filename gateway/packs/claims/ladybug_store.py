@@ -38,11 +38,8 @@ from gateway.packs.claims.reads import (
     ObservationView,
 )
 from readmodels.embedded.graph_schema import apply_migrations
-from readmodels.embedded.graph_store import (
-    DEFAULT_BUFFER_POOL_SIZE,
-    DEFAULT_CHECKPOINT_THRESHOLD,
-    IDLE_CHECKPOINT_BYTES,
-)
+from readmodels.embedded.graph_store import DEFAULT_BUFFER_POOL_SIZE
+from readmodels.embedded.ladybug_checkpoints import Uncheckpointed
 from readmodels.embedded.ladybug_io import open_database, rollback, run_rows
 from readmodels.graph.cypher.io import Execute
 from readmodels.graph.protocol import GraphStoreError
@@ -56,6 +53,7 @@ class LadybugClaimsStore:
 
     def __init__(self, path: str | Path, *, buffer_pool_size: int = DEFAULT_BUFFER_POOL_SIZE) -> None:
         self.db_path = Path(path)
+        self._uncheckpointed = Uncheckpointed(self.db_path)
         self._buffer_pool_size = buffer_pool_size
         self._db: ladybug.Database | None = None
         self._connection: ladybug.Connection | None = None
@@ -83,7 +81,7 @@ class LadybugClaimsStore:
         self._db = open_database(
             str(self.db_path),
             buffer_pool_size=self._buffer_pool_size,
-            checkpoint_threshold=DEFAULT_CHECKPOINT_THRESHOLD,
+            auto_checkpoint=False,  # `_checkpoint_if_due` decides when
         )
         self._connection = ladybug.Connection(self._db)
         self.migrations_applied = apply_migrations(self._execute, schema_plan())
@@ -159,16 +157,19 @@ class LadybugClaimsStore:
             if self._connection is not None:
                 rollback(self._connection)
             raise
+        self._uncheckpointed.committed(len(todo))
+        self._checkpoint_if_due(idle=False)
         return len(todo)
 
     async def idle(self) -> None:
-        """Nothing to write: fold the write-ahead log into the database file now, if it holds much."""
-        await self._in_thread(self._checkpoint_if_logged)
+        """Nothing to write: fold what the commits since the last checkpoint hold, if it is more than a
+        little (`readmodels.embedded.ladybug_checkpoints`)."""
+        await self._in_thread(lambda: self._checkpoint_if_due(idle=True))
 
-    def _checkpoint_if_logged(self) -> None:
-        wal = self.db_path.with_name(self.db_path.name + ".wal")
-        if wal.exists() and wal.stat().st_size > IDLE_CHECKPOINT_BYTES:
+    def _checkpoint_if_due(self, *, idle: bool) -> None:
+        if self._uncheckpointed.due(idle=idle):
             self._execute("CHECKPOINT")
+            self._uncheckpointed.checkpointed()
 
     # -- reads -------------------------------------------------------------------------------------------
 
