@@ -24,13 +24,17 @@ MiB: Final = 1024 * 1024
 class CheckpointPolicy:
     wal_bytes: int = 256 * MiB
     """Under load: past this much write-ahead log."""
-    commits: int = 256
-    """Under load: after this many commits (~75 MB held)."""
-    events: int = 20_000
-    """Under load: after this many events (~250 MB held)."""
+    commits: int = 512
+    """Under load: after this many commits (~150 MB held). A busy projector takes bigger batches, so this
+    binds only while events trickle in."""
+    events: int = 50_000
+    """Under load: after this many events (~600 MB held): about where a 256 MiB log used to fold in a burst,
+    so a long backlog pays no more checkpoints than before."""
     idle_wal_bytes: int = 16 * MiB
-    idle_commits: int = 32
+    idle_commits: int = 128
+    """Idle: one event a second folds every two minutes or so, ~40 MB held at most."""
     idle_events: int = 2_000
+    """Idle: a burst's memory is handed back once it is projected."""
 
 
 DEFAULT_POLICY: Final = CheckpointPolicy()
