@@ -24,6 +24,7 @@ from readmodels.neo4j.local import (
     missing_tools,
     provision_neo4j,
 )
+from tests.runtime_support import uninstall_test_plugins
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -148,6 +149,10 @@ def neo4j_restartable() -> Iterator[LocalNeo4j]:
         pytest.skip(f"NEO4J TESTS SKIPPED: {missing}")
     with LocalNeo4j() as server:
         yield server
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    uninstall_test_plugins()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

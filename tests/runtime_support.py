@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import importlib.metadata
 import subprocess
 import sys
+import tomllib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,14 +24,33 @@ SAMPLE_PLUGIN = Path(__file__).resolve().parent / "fixtures" / "sample_plugin"
 FAST = RunnerOptions(batch=50, max_deliver=3, backoff_s=(0.05, 0.1), fetch_timeout_s=0.2, retry_check_s=0.2)
 
 
+_INSTALLED_HERE: set[str] = set()
+"""The plug-in distributions this test run installed (not those it found installed)."""
+
+
 def install_plugin(package_dir: Path = SAMPLE_PLUGIN) -> None:
     """pip-install a plug-in package (like a user would), then make its entry points visible."""
+    name = tomllib.loads((package_dir / "pyproject.toml").read_text())["project"]["name"]
+    if name not in _INSTALLED_HERE:
+        try:
+            importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            _INSTALLED_HERE.add(name)
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
          "--force-reinstall", str(package_dir)],
         check=True,
     )  # fmt: skip
     importlib.invalidate_caches()
+
+
+def uninstall_test_plugins() -> None:
+    """Take out what `install_plugin` put into the environment: after `make test`, a developer's `eventloom
+    up` in the same venv must not run the tests' example projectors."""
+    if _INSTALLED_HERE:
+        uninstall = [sys.executable, "-m", "pip", "uninstall", "--quiet", "--yes", *sorted(_INSTALLED_HERE)]
+        subprocess.run(uninstall, check=False)
+        _INSTALLED_HERE.clear()
 
 
 @contextlib.asynccontextmanager
