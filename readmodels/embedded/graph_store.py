@@ -47,8 +47,6 @@ DEFAULT_CHECKPOINT_THRESHOLD = DEFAULT_POLICY.wal_bytes
 """WAL bytes past which a commit folds the WAL into the database file (a checkpoint). Its own default (a
 few MiB) makes nearly every batch commit pay for a checkpoint, which costs more than the batch itself.
 The stores that decide themselves also count commits and events (`ladybug_checkpoints`)."""
-IDLE_CHECKPOINT_BYTES = DEFAULT_POLICY.idle_wal_bytes
-"""WAL bytes past which an idle store folds the WAL (see `LadybugGraphStore.idle`)."""
 DEFAULT_BUFFER_POOL_SIZE = 0
 """LadybugDB's own default (80 % of the machine's memory). A bound of 1 GiB made writes fail ("the buffer
 pool is full") at ~70,000 events of bench/project.py's load, and 2 GiB held at 100,000 but with a resident
