@@ -61,8 +61,9 @@ async def test_reopening_keeps_everything_and_migrates_nothing(tmp_path: Path) -
     path = tmp_path / "workflow.lbug"
     story = rocket_story()
     async with LadybugWorkflowStore(path) as store:
-        assert store.migrations_applied == ["0000_migration_table", "0001_workflow"]
+        assert store.migrations_applied == []  # nothing to keep yet: no database
         await project(store, story.events)
+        assert store.migrations_applied == ["0000_migration_table", "0001_workflow"]
         before = (await store.runs(RunsQuestion()), await store.item(ItemQuestion(key=ISSUE)))
     async with LadybugWorkflowStore(path) as store:
         assert store.migrations_applied == []

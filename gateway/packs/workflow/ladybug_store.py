@@ -1,29 +1,18 @@
 """`LadybugWorkflowStore`: the workflow read model embedded in LadybugDB (PyPI `ladybug`).
 
-A `TrackingRecorder[WorkflowChanges]` and a `WorkflowReads`. LadybugDB is synchronous, so the store owns
-one connection and one thread that runs every statement, so the event loop never blocks. One batch is one
-write transaction holding its operations and the checkpoint per (projector, session): it commits whole
-or not at all. The schema (ladybug_schema.py) stands for Neo4j's extra labels by `Message.kind`.
-
-A commit folds the write-ahead log into the database file (a checkpoint, whose cost grows with the
-database) only past `DEFAULT_CHECKPOINT_THRESHOLD` of log, as the graph store does: at the engine's default
-(a few MiB) one batch in three paid for one, more than the batches themselves cost. `idle` folds it sooner.
+A `LadybugRecorder` of `WorkflowChanges` (one thread, one transaction a batch with its checkpoints, the
+database created by the first workflow event) and a `WorkflowReads`. The schema (ladybug_schema.py) stands
+for Neo4j's extra labels by `Message.kind`.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
-
-import ladybug
 
 from gateway.packs.workflow import ladybug_reads
 from gateway.packs.workflow.ladybug_batch import write_operations
 from gateway.packs.workflow.ladybug_schema import CHECKPOINT_TABLE, schema_plan
-from gateway.packs.workflow.model import WorkflowChanges
+from gateway.packs.workflow.model import Operation
 from gateway.packs.workflow.reads import (
     Implementation,
     IssueQuestion,
@@ -40,195 +29,46 @@ from gateway.packs.workflow.reads import (
     ToolCallsQuestion,
     ToolCallView,
 )
-from readmodels.embedded.graph_schema import apply_migrations
 from readmodels.embedded.graph_store import DEFAULT_BUFFER_POOL_SIZE
-from readmodels.embedded.ladybug_checkpoints import Uncheckpointed
-from readmodels.embedded.ladybug_io import open_database, rollback, run_rows
-from readmodels.graph.cypher.io import Execute
-from readmodels.graph.protocol import GraphStoreError
-
-T = TypeVar("T")
+from readmodels.embedded.ladybug_recorder import LadybugRecorder
 
 
-class LadybugWorkflowStore:
-    """The workflow read model on an embedded LadybugDB database at `path` (created on first open)."""
+class LadybugWorkflowStore(LadybugRecorder[Operation]):
+    """The workflow read model on an embedded LadybugDB database at `path` (created by the first workflow
+    event)."""
 
     def __init__(self, path: str | Path, *, buffer_pool_size: int = DEFAULT_BUFFER_POOL_SIZE) -> None:
-        self.db_path = Path(path)
-        self._uncheckpointed = Uncheckpointed(self.db_path)
-        self._buffer_pool_size = buffer_pool_size
-        self._db: ladybug.Database | None = None
-        self._connection: ladybug.Connection | None = None
-        self._thread: ThreadPoolExecutor | None = None
-        self._lifecycle = asyncio.Lock()
-        self.migrations_applied: list[str] = []
-        """The migrations the last `open` applied (none when the schema was up to date)."""
-
-    # -- lifecycle ---------------------------------------------------------------------------------------
-
-    async def open(self) -> None:
-        async with self._lifecycle:
-            if self._thread is not None:
-                return
-            self._thread = ThreadPoolExecutor(1, thread_name_prefix="ladybug-workflow")
-            try:
-                await self._in_thread(self._open_sync)
-            except BaseException:
-                await self._in_thread(self._close_sync)
-                self._shutdown()
-                raise
-
-    def _open_sync(self) -> None:
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = open_database(
-            str(self.db_path),
-            buffer_pool_size=self._buffer_pool_size,
-            auto_checkpoint=False,  # `_checkpoint_if_due` decides when
+        super().__init__(
+            path,
+            name="workflow",
+            plan=schema_plan(),
+            checkpoint_table=CHECKPOINT_TABLE,
+            write=write_operations,
+            buffer_pool_size=buffer_pool_size,
         )
-        self._connection = ladybug.Connection(self._db)
-        self.migrations_applied = apply_migrations(self._execute, schema_plan())
-
-    async def close(self) -> None:
-        async with self._lifecycle:
-            if self._thread is None:
-                return
-            await self._in_thread(self._close_sync)
-            self._shutdown()
-
-    def _close_sync(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
-        if self._db is not None:
-            self._db.close()
-            self._db = None
-
-    def _shutdown(self) -> None:
-        if self._thread is not None:
-            self._thread.shutdown(wait=False)  # idle: its last job was awaited
-            self._thread = None
-
-    async def __aenter__(self) -> LadybugWorkflowStore:
-        await self.open()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    # -- the thread --------------------------------------------------------------------------------------
-
-    async def _in_thread(self, fn: Callable[[], T]) -> T:
-        if self._thread is None:
-            raise GraphStoreError("the workflow store is not open")
-        return await asyncio.get_running_loop().run_in_executor(self._thread, fn)
-
-    def _execute(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        if self._connection is None:
-            raise GraphStoreError("the workflow store is not open")
-        return run_rows(self._connection, cypher, params)
-
-    async def _read(self, fn: Callable[[Execute], T]) -> T:
-        return await self._in_thread(lambda: fn(self._execute))
-
-    # -- the tracking recorder ---------------------------------------------------------------------------
-
-    async def applied_seqs(self, projector: str, sessions: Sequence[str]) -> dict[str, int]:
-        wanted = list(dict.fromkeys(sessions))
-        return await self._read(lambda execute: _checkpoints(execute, projector, wanted))
-
-    async def apply(self, projector: str, batch: Sequence[WorkflowChanges]) -> int:
-        if not batch:
-            return 0
-        items = list(batch)
-        return await self._in_thread(lambda: self._apply_sync(projector, items))
-
-    def _apply_sync(self, projector: str, batch: list[WorkflowChanges]) -> int:
-        self._execute("BEGIN TRANSACTION")
-        try:
-            applied = _checkpoints(self._execute, projector, list(dict.fromkeys(c.session for c in batch)))
-            known = set(applied)
-            todo: list[WorkflowChanges] = []
-            for changes in batch:
-                if changes.seq > applied.get(changes.session, 0):  # else at or below the checkpoint
-                    applied[changes.session] = changes.seq
-                    todo.append(changes)
-            write_operations(self._execute, [op for changes in todo for op in changes.operations])
-            _save_checkpoints(self._execute, projector, {c.session: c for c in todo}, known)
-            self._execute("COMMIT")
-        except BaseException:
-            if self._connection is not None:
-                rollback(self._connection)
-            raise
-        self._uncheckpointed.committed(len(todo))
-        self._checkpoint_if_due(idle=False)
-        return len(todo)
-
-    async def idle(self) -> None:
-        """Nothing to write: fold what the commits since the last checkpoint hold, if it is more than a
-        little (`readmodels.embedded.ladybug_checkpoints`)."""
-        await self._in_thread(lambda: self._checkpoint_if_due(idle=True))
-
-    def _checkpoint_if_due(self, *, idle: bool) -> None:
-        if self._uncheckpointed.due(idle=idle):
-            self._execute("CHECKPOINT")
-            self._uncheckpointed.checkpointed()
 
     # -- reads -------------------------------------------------------------------------------------------
 
     async def runs(self, question: RunsQuestion) -> list[RunView]:
-        return await self._read(lambda execute: ladybug_reads.runs(execute, question))
+        return await self.read(lambda execute: ladybug_reads.runs(execute, question))
 
     async def issue_runs(self, question: IssueRunsQuestion) -> list[RunView]:
-        return await self._read(lambda execute: ladybug_reads.issue_runs(execute, question))
+        return await self.read(lambda execute: ladybug_reads.issue_runs(execute, question))
 
     async def sequence(self, question: SequenceQuestion) -> list[MessageView]:
-        return await self._read(lambda execute: ladybug_reads.sequence(execute, question))
+        return await self.read(lambda execute: ladybug_reads.sequence(execute, question))
 
     async def tool_calls(self, question: ToolCallsQuestion) -> list[ToolCallView]:
-        return await self._read(lambda execute: ladybug_reads.tool_calls(execute, question))
+        return await self.read(lambda execute: ladybug_reads.tool_calls(execute, question))
 
     async def plan(self, question: PlanQuestion) -> PlanHistory | None:
-        return await self._read(lambda execute: ladybug_reads.plan(execute, question))
+        return await self.read(lambda execute: ladybug_reads.plan(execute, question))
 
     async def implementation(self, question: IssueQuestion) -> Implementation:
-        return await self._read(lambda execute: ladybug_reads.implementation(execute, question))
+        return await self.read(lambda execute: ladybug_reads.implementation(execute, question))
 
     async def item(self, question: ItemQuestion) -> ItemView | None:
-        return await self._read(lambda execute: ladybug_reads.item(execute, question))
+        return await self.read(lambda execute: ladybug_reads.item(execute, question))
 
     async def path(self, question: PathQuestion) -> list[MessageView]:
-        return await self._read(lambda execute: ladybug_reads.path(execute, question))
-
-
-def _checkpoints(execute: Execute, projector: str, sessions: list[str]) -> dict[str, int]:
-    rows = execute(
-        f"MATCH (c:{CHECKPOINT_TABLE}) WHERE c.projector = $projector AND c.session IN $sessions "
-        "RETURN c.session AS session, c.seq AS seq",
-        {"projector": projector, "sessions": sessions},
-    )
-    return {str(row["session"]): int(row["seq"]) for row in rows}
-
-
-def _save_checkpoints(
-    execute: Execute, projector: str, last: dict[str, WorkflowChanges], known: set[str]
-) -> None:
-    """Move each session's checkpoint to `last` of it (`known`: the sessions that have one already)."""
-    rows = [
-        {
-            "id": f"{projector}\x1f{session}",
-            "projector": projector,
-            "session": session,
-            "seq": changes.seq,
-            "hash": changes.event_hash,
-        }
-        for session, changes in last.items()
-    ]
-    new = [row["id"] for row in rows if row["session"] not in known]
-    if new:
-        execute(f"UNWIND $ids AS i CREATE (:{CHECKPOINT_TABLE} {{id: i}})", {"ids": new})
-    if rows:
-        execute(
-            f"UNWIND $rows AS r MATCH (c:{CHECKPOINT_TABLE} {{id: r.id}}) SET c.projector = r.projector, "
-            "c.session = r.session, c.seq = r.seq, c.event_hash = r.hash",
-            {"rows": rows},
-        )
+        return await self.read(lambda execute: ladybug_reads.path(execute, question))
