@@ -1,17 +1,30 @@
-"""`VectorIndex`: HNSW candidates re-ranked exactly, exact scans under selective filters."""
+"""`VectorIndex`: candidates from HNSW over half-precision rows (or a scan under a selective filter),
+re-ranked by the caller's exact rows."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
 from readmodels.vector.embedders import Vectors
-from readmodels.vector.index import VectorIndex
+from readmodels.vector.index import CHUNK_ROWS, Mask, Rows, Scored, VectorIndex, best
 
 
 def unit_rows(count: int, dimensions: int, seed: int) -> Vectors:
     vectors: Vectors = np.random.default_rng(seed).standard_normal((count, dimensions)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors
+
+
+def exact(data: Vectors, query: Vectors, limit: int, allowed: Mask | None = None) -> Scored:
+    """The true `limit` best rows: a float32 scan of every allowed row."""
+    rows = np.arange(len(data)) if allowed is None else np.flatnonzero(allowed)
+    return best(query, rows, data[rows], limit)
+
+
+def rows_of(data: Vectors) -> Callable[[Rows], Vectors]:
+    return lambda rows: data[rows]
 
 
 def test_recall_against_exact_search_and_scores_are_exact() -> None:
@@ -23,10 +36,10 @@ def test_recall_against_exact_search_and_scores_are_exact() -> None:
     queries = unit_rows(50, 64, seed=2)
     found = 0
     for query in queries:
-        approximate, exact = index.search(query, 10), index.exact(query, 10)
-        found += len({row for row, _ in approximate} & {row for row, _ in exact})
+        approximate, reference = index.search(query, 10, rows_of(data)), exact(data, query, 10)
+        found += len({row for row, _ in approximate} & {row for row, _ in reference})
         for row, score in approximate:
-            assert np.isclose(score, float(data[row] @ query), atol=1e-5)
+            assert np.isclose(score, float(data[row] @ query), rtol=0, atol=1e-6)  # float32 decides
         assert [s for _, s in approximate] == sorted((s for _, s in approximate), reverse=True)
     assert found / (10 * len(queries)) >= 0.95
 
@@ -36,11 +49,31 @@ def test_filters_are_honoured_and_a_selective_one_scans_exactly() -> None:
     data = unit_rows(2000, 32, seed=3)
     index.add(data)
     query = unit_rows(1, 32, seed=4)[0]
+    scored = rows_of(data)
     half = np.arange(2000) % 2 == 0
-    assert all(row % 2 == 0 for row, _ in index.search(query, 10, half))
+    assert all(row % 2 == 0 for row, _ in index.search(query, 10, scored, half))
     few = np.zeros(2000, dtype=bool)
     few[[5, 17, 1999]] = True
-    assert index.search(query, 10, few) == index.exact(query, 10, few)
-    assert {row for row, _ in index.search(query, 10, few)} == {5, 17, 1999}
-    assert index.search(query, 10, np.zeros(2000, dtype=bool)) == []
-    assert VectorIndex(8).search(np.ones(8, dtype=np.float32), 3) == []
+    assert index.search(query, 10, scored, few) == exact(data, query, 10, few)
+    assert {row for row, _ in index.search(query, 10, scored, few)} == {5, 17, 1999}
+    assert index.search(query, 10, scored, np.zeros(2000, dtype=bool)) == []
+    assert VectorIndex(8).search(np.ones(8, dtype=np.float32), 3, scored) == []
+
+
+def test_a_scan_across_chunks_finds_what_a_float32_scan_finds() -> None:
+    """Rows past the first chunk, added in batches that straddle chunk ends, are found and scored where
+    they are; the half-precision scan proposes what the exact scan ranks first."""
+    data = unit_rows(CHUNK_ROWS + 3000, 16, seed=5)
+    index = VectorIndex(16, exact_scan_rows=len(data))
+    for start in range(0, len(data), 7000):
+        index.add(data[start : start + 7000])
+    assert len(index) == len(data)
+    for query in unit_rows(20, 16, seed=6):
+        found, reference = index.search(query, 10, rows_of(data)), exact(data, query, 10)
+        assert [row for row, _ in found] == [row for row, _ in reference]
+        assert np.allclose([s for _, s in found], [s for _, s in reference], rtol=0, atol=1e-6)
+    late = np.zeros(len(data), dtype=bool)
+    late[CHUNK_ROWS + 2990 :] = True
+    query = data[CHUNK_ROWS + 2995]
+    (row, score), *_ = index.search(query, 3, rows_of(data), late)
+    assert row == CHUNK_ROWS + 2995 and np.isclose(score, 1.0, atol=1e-6)

@@ -1,10 +1,11 @@
 """`SqliteVectorStore`: embeddings of memory documents in SQLite, searched by cosine similarity.
 
 SQLite holds every vector with its document and its embedder's tag, in the same transaction as the
-checkpoints, so a crash loses nothing acknowledged. Search runs in memory over the vectors of this store's
-tag (loaded at `open`, extended after each commit) through a `VectorIndex`: HNSW candidates re-ranked
-exactly, or an exact scan when the filters (session, time, kind) leave few documents. The documents themselves
-are not held in memory: a search reads its hits' documents from SQLite by id. A store holds the
+checkpoints, so a crash loses nothing acknowledged. A search takes its candidates in memory, from a
+`VectorIndex` of this store's tag (loaded at `open`, extended after each commit: half-precision rows and an
+HNSW graph over them, or a scan when the filters (session, time, kind) leave few documents), then reads the
+candidates' float32 vectors and the winners' documents from SQLite by id: the scores are exact, and
+neither the documents nor the float32 vectors are held in memory. A store holds the
 vectors of one embedder only: opening it with another (`EVENTLOOM_EMBEDDER` changed, say) raises
 `VectorSpaceError`, which names both and says to run `eventloom rebuild vector` (a new generation,
 re-embedded with the configured embedder); nothing is written into, or compared across, two spaces.
@@ -34,7 +35,7 @@ from readmodels.embedded.sqlite_db import (
 from readmodels.embedded.vector_filters import RowFilters
 from readmodels.embedded.vector_rows import RowLookup
 from readmodels.vector.embedders import Embedder, Vectors, VectorSpaceError, tag
-from readmodels.vector.index import VectorIndex
+from readmodels.vector.index import Rows, VectorIndex, best
 from readmodels.vector.protocol import VectorHit, embedded_text
 
 _SCHEMA: Final = (
@@ -162,12 +163,29 @@ class SqliteVectorStore:
             return []
         async with self._in_memory:
             allowed = self._filters.mask(session, as_of, kinds)
-            found = await asyncio.to_thread(self._index.search, query, limit, allowed)
-            ids = [int(self._ids[row]) for row, _ in found]
-        if not ids:
+            rows = await asyncio.to_thread(self._index.candidates, query, limit, allowed)
+            ids = self._ids[rows]
+        if not len(rows):
             return []
-        docs = await self._db.read(lambda db: self._read_docs(db, ids))  # rows are never rewritten
-        return [self._hit(doc, score) for doc, (_, score) in zip(docs, found, strict=True)]
+        # rows are never rewritten: their vectors and documents are read outside the lock
+        found = await self._db.read(lambda db: self._best(db, query, rows, ids, limit))
+        return [self._hit(doc, score) for doc, score in found]
+
+    def _best(
+        self, db: sqlite3.Connection, query: Vectors, rows: Rows, ids: Rows, limit: int
+    ) -> list[tuple[MemoryDoc, float]]:
+        """The `limit` best candidates by the exact score of their stored vectors, with their documents."""
+        ranked = best(query, rows, self._read_vectors(db, ids), limit)
+        id_of = dict(zip(rows.tolist(), ids.tolist(), strict=True))
+        docs = self._read_docs(db, [id_of[row] for row, _ in ranked])
+        return [(doc, score) for doc, (_, score) in zip(docs, ranked, strict=True)]
+
+    def _read_vectors(self, db: sqlite3.Connection, ids: Rows) -> Vectors:
+        wanted = ids.tolist()
+        found = db.execute(f"SELECT id, vector FROM vectors WHERE id IN ({marks(len(wanted))})", wanted)  # noqa: S608
+        by_id = dict(found.fetchall())
+        joined = b"".join(by_id[row_id] for row_id in wanted)
+        return np.frombuffer(joined, dtype=np.float32).reshape(len(wanted), self.embedder.dimensions)
 
     async def scores(self, text: str, docs: Sequence[MemoryDoc]) -> list[float | None]:
         """The cosine of each document's vector with the question's (None: no vector of it here)."""
@@ -176,11 +194,13 @@ class SqliteVectorStore:
         query = await self._embedded(text)
         async with self._in_memory:
             rows = self._row_of.rows(docs)
-            found = [row for row in rows if row is not None]
-            if not query.any() or not found:
-                return [None] * len(docs)
-            scored = dict(zip(found, self._index.scores(query, found), strict=True))
-        return [None if row is None else round(scored[row], 6) for row in rows]
+            ids = [None if row is None else int(self._ids[row]) for row in rows]
+        known = np.array([row_id for row_id in ids if row_id is not None], dtype=np.int64)
+        if not query.any() or not len(known):
+            return [None] * len(docs)
+        vectors = await self._db.read(lambda db: self._read_vectors(db, known))
+        scored = dict(zip(known.tolist(), (float(score) for score in vectors @ query), strict=True))
+        return [None if row_id is None else round(scored[row_id], 6) for row_id in ids]
 
     async def _embedded(self, text: str) -> Vectors:
         cached = self._queries.get(text)
