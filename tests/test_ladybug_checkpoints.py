@@ -104,3 +104,48 @@ def test_when_a_checkpoint_is_due(tmp_path: Path) -> None:
     held.checkpointed()
     database.with_name("db.lbug.wal").write_bytes(b"x" * 11)
     assert held.due(idle=True) and not held.due(idle=False)  # a log left from before, folded when idle
+
+
+REOPEN_AFTER_20 = CheckpointPolicy(
+    NEVER, NEVER, NEVER, idle_wal_bytes=1, idle_commits=NEVER, idle_events=NEVER, reopen_events=20
+)
+
+
+async def test_an_idle_store_reopens_its_database_after_enough_events_while_reads_wait(
+    tmp_path: Path,
+) -> None:
+    """The engine's buffer pool hands back its pages only when the database closes: after 20 events an
+    idle store checkpoints, then closes and opens it; reads asked meanwhile wait and see everything."""
+    path = tmp_path / "graph.lbug"
+    log = SessionLog("s")
+    for n in range(40):
+        log.add("memory.fact.asserted", fact((f"svc-{n % 4}", "service", f"rev {n}")))
+    async with LadybugGraphStore(path, checkpoints=REOPEN_AFTER_20) as store:
+        await project(store, log.events[:15], batch=5)
+        await store.idle()
+        assert store.stages.calls["checkpoint"] == 1 and "reopen" not in store.stages.calls  # 15 < 20
+        await project(store, log.events[15:30], batch=5)
+        idle = asyncio.ensure_future(store.idle())  # first in line: the reads queue behind its hold
+        seen = await asyncio.gather(*(store.events("s") for _ in range(12)))
+        await idle
+        assert store.stages.calls["reopen"] == 1
+        assert all(len(events) == 30 for events in seen)
+        await project(store, log.events[30:], batch=5)  # writes go on after the reopen
+        await store.idle()
+        assert store.stages.calls["reopen"] == 1  # 10 more: not yet
+        assert [e.seq for e in await store.events("s")] == list(range(1, 41))
+
+
+async def test_no_reopen_while_commits_wait_for_a_checkpoint(tmp_path: Path) -> None:
+    path = tmp_path / "graph.lbug"
+    log = SessionLog("s")
+    for n in range(25):
+        log.add("memory.fact.asserted", fact((f"svc-{n % 4}", "service", f"rev {n}")))
+    never_idle = CheckpointPolicy(
+        NEVER, NEVER, NEVER, idle_wal_bytes=NEVER, idle_commits=NEVER, idle_events=NEVER, reopen_events=20
+    )
+    async with LadybugGraphStore(path, checkpoints=never_idle) as store:
+        await project(store, log.events, batch=5)
+        await store.idle()
+        assert "reopen" not in store.stages.calls and "checkpoint" not in store.stages.calls
+        assert len(await store.events("s")) == 25

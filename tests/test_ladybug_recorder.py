@@ -1,9 +1,10 @@
 """`LadybugRecorder`, the base of the packs' LadybugDB stores: the database is created by the first batch
-with something to keep. Until then nothing is on disk, checkpoints are empty, reads answer as an empty
-database does, and a batch the pack does not read is applied (harmlessly) without creating anything."""
+with something to keep. Until then reads answer as an empty database does, and the batches the pack does
+not read leave only their checkpoints, in a small SQLite file that the creating batch copies in."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from gateway.packs.claims.reads import (
     ObservationsQuestion,
 )
 from gateway.packs.workflow import ladybug_schema as workflow_schema
+from gateway.packs.workflow.ladybug_batch import write_operations
 from gateway.packs.workflow.ladybug_store import LadybugWorkflowStore
 from gateway.packs.workflow.model import WorkflowChanges
 from gateway.packs.workflow.reads import (
@@ -35,8 +37,10 @@ from gateway.packs.workflow.reads import (
     ToolCallsQuestion,
 )
 from readmodels.embedded.graph_schema import apply_migrations
+from readmodels.embedded.ladybug_checkpoints import CheckpointPolicy
 from readmodels.embedded.ladybug_io import run_rows
 from readmodels.embedded.ladybug_recorder import LadybugRecorder
+from readmodels.embedded.sqlite_db import CHECKPOINTS_TABLE, save_checkpoints
 from readmodels.graph.cypher.io import Execute
 from readmodels.graph.protocol import PlannedMigration
 from readmodels.view import ViewRequest
@@ -101,15 +105,20 @@ async def test_before_its_first_write_a_pack_answers_as_an_empty_database_and_to
     assert not missing.parent.exists()  # not even the directory
 
 
-async def test_batches_the_pack_does_not_read_create_nothing_and_may_come_again(tmp_path: Path) -> None:
+async def test_batches_the_pack_does_not_read_keep_only_their_checkpoints_in_a_small_file(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "claims" / "claims.lbug"
     nothing = [ClaimsChanges("s1", seq, HASH) for seq in (1, 2, 3)] + [ClaimsChanges("s2", 1, HASH)]
     async with LadybugClaimsStore(path) as store:
         assert await store.apply("claims", nothing) == 4
-        assert await store.apply("claims", nothing) == 4  # nothing was kept, so nothing is skipped
-        assert await store.apply("claims", [*nothing, ClaimsChanges("s1", 2, HASH)]) == 4  # in seq order
+        assert await store.apply("claims", nothing) == 0  # at or below the checkpoints: skipped
+        assert await store.applied_seqs("claims", ["s1", "s2", "s3"]) == {"s1": 3, "s2": 1}
         assert not store.created and store.migrations_applied == []
-    assert not path.parent.exists()
+    assert not path.exists() and store.early_checkpoints.exists()
+    async with LadybugClaimsStore(path) as again:  # they outlive the process
+        assert await again.applied_seqs("claims", ["s1"]) == {"s1": 3}
+        assert await again.applied_seqs("other", ["s1"]) == {}
 
 
 async def test_the_first_batch_with_operations_creates_the_database_with_every_checkpoint(
@@ -124,7 +133,7 @@ async def test_the_first_batch_with_operations_creates_the_database_with_every_c
         assert not store.created
         batch = [WorkflowChanges("quiet", 2, HASH), *changes]
         assert await store.apply("workflow", batch) == len(batch)
-        assert store.created
+        assert store.created and not store.early_checkpoints.exists()  # copied into the database
         assert store.migrations_applied == [plan.name for plan in workflow_schema.schema_plan()]
         last = {c.session: c.seq for c in changes}
         assert await store.applied_seqs("workflow", [*last, "quiet"]) == {**last, "quiet": 2}
@@ -135,9 +144,54 @@ async def test_the_first_batch_with_operations_creates_the_database_with_every_c
         assert await again.apply("workflow", changes) == 0
 
 
+async def test_checkpoints_left_in_the_file_by_a_crash_are_adopted_at_open(tmp_path: Path) -> None:
+    """A crash between creating the database (with the file's checkpoints copied in) and removing the
+    file: at the next open the file's checkpoints are copied again, the later of two winning."""
+    path = tmp_path / "workflow.lbug"
+    changes = workflow_support.translated(workflow_support.rocket_story().events)
+    async with LadybugWorkflowStore(path) as store:
+        await store.apply("workflow", changes)
+    session, last = changes[-1].session, changes[-1].seq
+    with sqlite3.connect(path.with_name(path.name + ".checkpoints")) as early:
+        early.execute(CHECKPOINTS_TABLE)
+        behind, ahead = WorkflowChanges(session, 1, HASH), WorkflowChanges("quiet", 7, HASH)
+        save_checkpoints(early, "workflow", [behind, ahead])
+    async with LadybugWorkflowStore(path) as store:
+        assert await store.applied_seqs("workflow", [session, "quiet"]) == {session: last, "quiet": 7}
+        assert not store.early_checkpoints.exists()
+
+
 async def test_a_checkpoint_table_that_is_not_a_plain_name_is_refused() -> None:
     def write(execute: Execute, operations: list[object]) -> None:
         raise AssertionError("never written")
 
     with pytest.raises(ValueError, match=r"checkpoint_table: .*'Pack\) DETACH DELETE'"):
         LadybugRecorder("x.lbug", name="pack", plan=[], checkpoint_table="Pack) DETACH DELETE", write=write)
+
+
+async def test_an_idle_pack_reopens_its_database_after_enough_events(tmp_path: Path) -> None:
+    """The engine's buffer pool hands back its pages only when the database closes: after enough events
+    an idle pack store checkpoints, then closes and opens it, and keeps everything."""
+    policy = CheckpointPolicy(
+        1 << 40, 1 << 40, 1 << 40, idle_wal_bytes=1, idle_commits=1, idle_events=1, reopen_events=5
+    )
+    changes = workflow_support.translated(workflow_support.rocket_story().events)
+    assert len(changes) >= 5
+    store = LadybugRecorder(
+        tmp_path / "workflow.lbug",
+        name="workflow",
+        plan=workflow_schema.schema_plan(),
+        checkpoint_table=workflow_schema.CHECKPOINT_TABLE,
+        write=write_operations,
+        checkpoints=policy,
+    )
+    async with store:
+        assert await store.apply("workflow", changes) == len(changes)
+        assert store.opens == 1
+        await store.idle()
+        assert store.opens == 2 and store.migrations_applied == []
+        last = {c.session: c.seq for c in changes}
+        assert await store.applied_seqs("workflow", list(last)) == last
+        assert await store.apply("workflow", changes) == 0
+        await store.idle()
+        assert store.opens == 2  # nothing written since

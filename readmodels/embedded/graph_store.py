@@ -21,7 +21,7 @@ from eventloom.stages import StageTimes
 from readmodels.embedded.graph_schema import apply_migrations, typed_rel_ddl
 from readmodels.embedded.graph_writes import write_plan
 from readmodels.embedded.ladybug_checkpoints import DEFAULT_POLICY, CheckpointPolicy, Uncheckpointed
-from readmodels.embedded.ladybug_io import open_database, rollback, run_rows
+from readmodels.embedded.ladybug_io import holding, open_database, rollback, run_rows
 from readmodels.graph import equivalence, reads
 from readmodels.graph.cypher.guard import single_read_statement
 from readmodels.graph.cypher.io import Reading, run_sync
@@ -111,12 +111,7 @@ class LadybugGraphStore:
 
     def _open_sync(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = open_database(
-            str(self.path),
-            buffer_pool_size=self._buffer_pool_size,
-            auto_checkpoint=False,  # `_checkpoint_if_due` decides when (see `idle`)
-        )
-        self._writer = ladybug.Connection(self._db)
+        self._open_database()
         self.migrations_applied = apply_migrations(self._write)
         self._typed = self._rel_tables()
 
@@ -283,6 +278,31 @@ class LadybugGraphStore:
         behind it. Taken while the projector is idle, it delays nobody; under a load with no idle moment, a
         commit past the policy's larger bounds still takes it."""
         await self._writing(lambda: self._checkpoint_if_due(idle=True))
+        if self._uncheckpointed.reopen_due():
+            await self._reopen()
+
+    async def _reopen(self) -> None:
+        """Close the database and open it again, reads held meanwhile: the engine's buffer pool gives back
+        the pages it cached only when the database is closed (`CheckpointPolicy.reopen_events`)."""
+        async with self._lifecycle:
+            if not self._is_open or self._read_thread is None:
+                return
+            async with holding(self._read_thread, self._close_reader):  # reads wait, then reconnect
+                await self._in_writer(self._reopen_sync)
+
+    def _reopen_sync(self) -> None:
+        with self.stages.timed("reopen"):
+            self._close_writer()
+            self._open_database()
+
+    def _open_database(self) -> None:
+        self._db = open_database(
+            str(self.path),
+            buffer_pool_size=self._buffer_pool_size,
+            auto_checkpoint=False,  # `_checkpoint_if_due` decides when (see `idle`)
+        )
+        self._writer = ladybug.Connection(self._db)
+        self._uncheckpointed.reopened()
 
     def _checkpoint_if_due(self, *, idle: bool) -> None:
         if self._uncheckpointed.due(idle=idle):

@@ -35,6 +35,10 @@ class CheckpointPolicy:
     """Idle: one event a second folds every two minutes or so, ~40 MB held at most."""
     idle_events: int = 2_000
     """Idle: a burst's memory is handed back once it is projected."""
+    reopen_events: int = 20_000
+    """Idle, once this many events were written since the database was opened: close and open it again.
+    The engine's buffer pool keeps every page it has read or written until the database is closed (at
+    50,000 events of bench/corpus.py: 424 MB resident, 181 MB once reopened; reopening takes ~0.1 s)."""
 
 
 DEFAULT_POLICY: Final = CheckpointPolicy()
@@ -48,10 +52,19 @@ class Uncheckpointed:
         self.policy = policy
         self.commits = 0
         self.events = 0
+        self.since_opened = 0
 
     def committed(self, events: int) -> None:
         self.commits += 1
         self.events += events
+        self.since_opened += events
+
+    def reopened(self) -> None:
+        self.since_opened = 0
+
+    def reopen_due(self) -> bool:
+        """Whether to close and open the database again: idle, checkpointed, and much written since."""
+        return not self.commits and self.since_opened >= self.policy.reopen_events
 
     def checkpointed(self) -> None:
         self.commits = self.events = 0

@@ -3,23 +3,28 @@
 LadybugDB is synchronous, so the recorder owns one connection and one thread that runs every statement, and
 the event loop never blocks. One batch is one write transaction holding its operations and the checkpoint
 per (projector, session) in the pack's checkpoint table: it commits whole or not at all. When the write-ahead
-log is folded into the file follows `ladybug_checkpoints`, as for the graph.
+log is folded into the file, and when the database is reopened to hand back its cached pages, follows
+`ladybug_checkpoints`, as for the graph.
 
 The database is created by the first batch with something to keep, not by `open`: LadybugDB holds about
 3.6 MB resident for each node table however empty (its primary-key index), so a pack's tables cost a node
-70-90 MB before any event the pack reads. Until then there is nothing to remember: an event the pack does
-not read changes nothing, so applying it again is harmless. `applied_seqs` is empty, every read sees an
-empty database, and nothing is written to disk (not even the directory).
+70-90 MB before any event the pack reads. Until then every read sees an empty database, and the checkpoints
+of the events the pack passed over are kept in a small SQLite file beside it (`<database>.checkpoints`, one
+transaction a batch, the same table as the SQLite read models'): the runner applies a session's events only
+in order, against those checkpoints. The batch that creates the database first copies them into it; the
+file is removed once they are there (and copied again at `open` if a crash came between).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
-from collections.abc import Callable, Mapping, Sequence
+import sqlite3
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Generic, Protocol, Self, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, Self, TypeVar
 
 import ladybug
 
@@ -27,8 +32,10 @@ from readmodels.embedded.graph_schema import apply_migrations
 from readmodels.embedded.graph_store import DEFAULT_BUFFER_POOL_SIZE
 from readmodels.embedded.ladybug_checkpoints import DEFAULT_POLICY, CheckpointPolicy, Uncheckpointed
 from readmodels.embedded.ladybug_io import open_database, rollback, run_rows
+from readmodels.embedded.sqlite_db import CHECKPOINTS_TABLE, read_checkpoints, save_checkpoints, unapplied
 from readmodels.graph.cypher.io import Execute
 from readmodels.graph.protocol import GraphStoreError, PlannedMigration
+from readmodels.tracking import Applied
 
 T = TypeVar("T")
 Op = TypeVar("Op")
@@ -72,6 +79,8 @@ class LadybugRecorder(Generic[Op]):
                 f"checkpoint_table: a node table name like PackCheckpoint, got {checkpoint_table!r}"
             )
         self.db_path = Path(path)
+        self.early_checkpoints = self.db_path.with_name(self.db_path.name + ".checkpoints")
+        """Where the checkpoints of the events passed over before the database exists are kept."""
         self.name = name
         self._plan = list(plan)
         self._checkpoint_table = checkpoint_table
@@ -84,6 +93,9 @@ class LadybugRecorder(Generic[Op]):
         self._lifecycle = asyncio.Lock()
         self.migrations_applied: list[str] = []
         """The migrations the last opening or creation applied (none when the schema was up to date)."""
+        self.opens = 0
+        """How often this store opened its database: at `open` or creation, and again after much was
+        written (`CheckpointPolicy.reopen_events`)."""
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
@@ -109,6 +121,7 @@ class LadybugRecorder(Generic[Op]):
         self.migrations_applied = []
         if self.db_path.exists():
             self._open_sync()
+            self._adopt_early_checkpoints()  # a crash may have come between the copy and the removal
 
     def _open_sync(self) -> None:
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
@@ -118,6 +131,8 @@ class LadybugRecorder(Generic[Op]):
             auto_checkpoint=False,  # `_checkpoint_if_due` decides when
         )
         self._connection = ladybug.Connection(self._db)
+        self._uncheckpointed.reopened()
+        self.opens += 1
         self.migrations_applied = apply_migrations(self._execute, self._plan)
 
     async def close(self) -> None:
@@ -167,7 +182,15 @@ class LadybugRecorder(Generic[Op]):
 
     async def applied_seqs(self, projector: str, sessions: Sequence[str]) -> dict[str, int]:
         wanted = list(dict.fromkeys(sessions))
-        return await self.read(lambda execute: self._checkpoints(execute, projector, wanted))
+        return await self._in_thread(lambda: self._applied_sync(projector, wanted))
+
+    def _applied_sync(self, projector: str, sessions: list[str]) -> dict[str, int]:
+        if self.created:
+            return self._checkpoints(self._execute, projector, sessions)
+        if not self.early_checkpoints.exists():
+            return {}
+        with _early(self.early_checkpoints) as early:
+            return read_checkpoints(early, projector, sessions)
 
     async def apply(self, projector: str, batch: Sequence[PackChanges[Op]]) -> int:
         if not batch:
@@ -178,8 +201,9 @@ class LadybugRecorder(Generic[Op]):
     def _apply_sync(self, projector: str, batch: list[PackChanges[Op]]) -> int:
         if not self.created:
             if not any(changes.operations for changes in batch):
-                return len(_after({}, batch))  # nothing to keep: no database yet
+                return self._pass_over(projector, batch)
             self._open_sync()
+            self._adopt_early_checkpoints()
         self._execute("BEGIN TRANSACTION")
         try:
             sessions = list(dict.fromkeys(c.session for c in batch))
@@ -197,10 +221,56 @@ class LadybugRecorder(Generic[Op]):
         self._checkpoint_if_due(idle=False)
         return len(todo)
 
+    def _pass_over(self, projector: str, batch: list[PackChanges[Op]]) -> int:
+        """A batch with nothing to keep, before the database exists: only its checkpoints, in the file."""
+        self.early_checkpoints.parent.mkdir(parents=True, exist_ok=True)
+        with _early(self.early_checkpoints) as early:
+            early.execute(CHECKPOINTS_TABLE)
+            early.execute("BEGIN IMMEDIATE")
+            try:
+                todo = unapplied(early, projector, batch)
+                save_checkpoints(early, projector, todo)
+                early.execute("COMMIT")
+            except BaseException:
+                early.execute("ROLLBACK")
+                raise
+        return len(todo)
+
+    def _adopt_early_checkpoints(self) -> None:
+        """Copy the checkpoints kept before the database existed into it (one transaction), then remove
+        their file."""
+        if not self.early_checkpoints.exists():
+            return
+        with _early(self.early_checkpoints) as early:
+            rows = early.execute("SELECT projector, session, seq, event_hash FROM checkpoints").fetchall()
+        by_projector: dict[str, list[Applied]] = {}
+        for projector, session, seq, event_hash in rows:
+            by_projector.setdefault(str(projector), []).append(
+                _Checkpoint(str(session), int(seq), str(event_hash))
+            )
+        self._execute("BEGIN TRANSACTION")
+        try:
+            for projector, checkpoints in by_projector.items():
+                applied = self._checkpoints(self._execute, projector, [c.session for c in checkpoints])
+                later = {c.session: c for c in checkpoints if c.seq > applied.get(c.session, 0)}
+                self._save_checkpoints(projector, later, set(applied))
+            self._execute("COMMIT")
+        except BaseException:
+            if self._connection is not None:
+                rollback(self._connection)
+            raise
+        self.early_checkpoints.unlink()
+
     async def idle(self) -> None:
         """Nothing to write: fold what the commits since the last checkpoint hold, if it is more than a
-        little (`readmodels.embedded.ladybug_checkpoints`)."""
-        await self._in_thread(lambda: self._checkpoint_if_due(idle=True))
+        little, and after much was written reopen the database (`readmodels.embedded.ladybug_checkpoints`)."""
+        await self._in_thread(self._idle_sync)
+
+    def _idle_sync(self) -> None:
+        self._checkpoint_if_due(idle=True)
+        if self.created and self._uncheckpointed.reopen_due():  # hands back the engine's cached pages
+            self._close_sync()
+            self._open_sync()
 
     def _checkpoint_if_due(self, *, idle: bool) -> None:
         if self.created and self._uncheckpointed.due(idle=idle):
@@ -215,7 +285,7 @@ class LadybugRecorder(Generic[Op]):
         )
         return {str(row["session"]): int(row["seq"]) for row in rows}
 
-    def _save_checkpoints(self, projector: str, last: dict[str, PackChanges[Op]], known: set[str]) -> None:
+    def _save_checkpoints(self, projector: str, last: Mapping[str, Applied], known: set[str]) -> None:
         """Move each session's checkpoint to `last` of it (`known`: the sessions that have one already)."""
         rows = [
             {
@@ -247,6 +317,23 @@ def _after(applied: dict[str, int], batch: list[PackChanges[Op]]) -> list[PackCh
             applied[changes.session] = changes.seq
             todo.append(changes)
     return todo
+
+
+class _Checkpoint(NamedTuple):
+    session: str
+    seq: int
+    event_hash: str
+
+
+@contextlib.contextmanager
+def _early(path: Path) -> Iterator[sqlite3.Connection]:
+    """The file of early checkpoints; SQLite's defaults (a rollback journal, a full sync at each commit)
+    make a batch's checkpoints durable before the runner acknowledges it."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        yield connection
+    finally:
+        connection.close()
 
 
 def _no_rows(cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
