@@ -161,6 +161,8 @@ class ProjectorRunner:
                 in_flight.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Fenced):
                     await in_flight
+            elif in_flight is not None and not in_flight.cancelled():
+                _abandoned(self.consumer, in_flight.exception())  # the pump stopped first (fenced, say)
             if self.lease is None or isinstance(self.projector, Rebuildable):
                 self.ready.clear()
             self._verifier.close()
@@ -389,3 +391,9 @@ class ProjectorRunner:
         self.trouble = trouble
         if self._on_trouble is not None:
             await self._on_trouble(trouble, retry_in_s)
+
+
+def _abandoned(consumer: str, error: BaseException | None) -> None:
+    """The batch in flight had ended when the pump stopped: nothing of it was acknowledged."""
+    if error is not None and not isinstance(error, Fenced):
+        log.warning("%s: the batch in flight failed as the worker stopped: %s", consumer, error)

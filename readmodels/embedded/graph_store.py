@@ -9,6 +9,7 @@ the projection and the checkpoints: it commits whole or not at all.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -42,6 +43,7 @@ from readmodels.graph.records import (
 from readmodels.graph.snapshot import load_open_edges, load_snapshot, read_checkpoints
 from readmodels.graph.versioning import Resolver, load_request
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 DEFAULT_CHECKPOINT_THRESHOLD = DEFAULT_POLICY.wal_bytes
 """WAL bytes past which a commit folds the WAL into the database file (a checkpoint). Its own default (a
@@ -291,9 +293,11 @@ class LadybugGraphStore:
                 await self._in_writer(self._reopen_sync)
 
     def _reopen_sync(self) -> None:
+        written = self._uncheckpointed.since_opened
         with self.stages.timed("reopen"):
             self._close_writer()
             self._open_database()
+        log.info("%s: reopened after %d events written, to hand back the pages it cached", self.path, written)
 
     def _open_database(self) -> None:
         self._db = open_database(

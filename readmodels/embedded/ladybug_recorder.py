@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -37,6 +38,7 @@ from readmodels.graph.cypher.io import Execute
 from readmodels.graph.protocol import GraphStoreError, PlannedMigration
 from readmodels.tracking import Applied
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 Op = TypeVar("Op")
 Op_co = TypeVar("Op_co", covariant=True)
@@ -269,8 +271,14 @@ class LadybugRecorder(Generic[Op]):
     def _idle_sync(self) -> None:
         self._checkpoint_if_due(idle=True)
         if self.created and self._uncheckpointed.reopen_due():  # hands back the engine's cached pages
+            written = self._uncheckpointed.since_opened
             self._close_sync()
             self._open_sync()
+            log.info(
+                "%s: reopened after %d events written, to hand back the pages it cached",
+                self.db_path,
+                written,
+            )
 
     def _checkpoint_if_due(self, *, idle: bool) -> None:
         if self.created and self._uncheckpointed.due(idle=idle):
