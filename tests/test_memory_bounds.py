@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 
 from eventloom import malloc
+from eventloom.event import Event
 from eventloom.settings import Settings
 from gateway.packs.claims.projector import claims_projector
 from gateway.packs.workflow.projector import workflow_projector
 from projectors.backends import graph_projector
 from projectors.plugins import PluginContext
 from projectors.protocol import Projector
+from tests import claims_support, workflow_support
 
 TINY_POOL_MB = 1
 """Less than the pinned pages of one database's schema: opening must fail if, and only if, it applies."""
@@ -28,18 +30,40 @@ def _context(tmp_path: Path, name: str, pool_mb: int) -> PluginContext:
     return PluginContext(Settings(data_dir=tmp_path, ladybug_buffer_pool_mb=pool_mb), name)
 
 
+def _first_claim() -> list[Event]:
+    return list(claims_support.alice_story().events)
+
+
+def _first_workflow_events() -> list[Event]:
+    return list(workflow_support.rocket_story().events)
+
+
 @pytest.mark.parametrize(
-    ("name", "factory"),
-    [("graph", graph_projector), ("claims", claims_projector), ("workflow", workflow_projector)],
+    ("name", "factory", "first_events"),
+    [
+        ("graph", graph_projector, None),  # the graph's database is opened (or created) at `open`
+        ("claims", claims_projector, _first_claim),  # a pack's, by the first event it reads
+        ("workflow", workflow_projector, _first_workflow_events),
+    ],
 )
 async def test_the_buffer_pool_setting_reaches_ladybug(
-    tmp_path: Path, name: str, factory: Callable[[PluginContext], Projector]
+    tmp_path: Path,
+    name: str,
+    factory: Callable[[PluginContext], Projector],
+    first_events: Callable[[], list[Event]] | None,
 ) -> None:
     bounded = factory(_context(tmp_path / "tiny", name, TINY_POOL_MB))
     with pytest.raises(Exception, match=r"(?i)buffer pool is full"):
         await bounded.open()
+        assert first_events is not None, "the graph opened in a pool too small for its schema"
+        try:
+            await bounded.apply(first_events())
+        finally:
+            await bounded.close()
     roomy = factory(_context(tmp_path / "roomy", name, 64))
     await roomy.open()  # the same schema fits in a modest pool
+    if first_events is not None:
+        await roomy.apply(first_events())
     await roomy.close()
 
 
