@@ -55,3 +55,17 @@ class Housekeeping(Protocol):
     """A store with work best done when nothing waits to be written (LadybugDB folds its WAL then)."""
 
     async def idle(self) -> None: ...
+
+
+A = TypeVar("A", bound=Applied)
+
+
+def past_checkpoints(applied: dict[str, int], batch: Sequence[A]) -> list[A]:
+    """The items of `batch` past their session's checkpoint in `applied`, in order; `applied` moves along
+    as items are taken, so an item repeated in the batch is taken once."""
+    todo: list[A] = []
+    for item in batch:
+        if item.seq > applied.get(item.session, 0):
+            applied[item.session] = item.seq
+            todo.append(item)
+    return todo

@@ -36,7 +36,7 @@ from readmodels.embedded.ladybug_io import open_database, rollback, run_rows
 from readmodels.embedded.sqlite_db import CHECKPOINTS_TABLE, read_checkpoints, save_checkpoints, unapplied
 from readmodels.graph.cypher.io import Execute
 from readmodels.graph.protocol import GraphStoreError, PlannedMigration
-from readmodels.tracking import Applied
+from readmodels.tracking import Applied, past_checkpoints
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -45,17 +45,8 @@ Op_co = TypeVar("Op_co", covariant=True)
 _TABLE_NAME = re.compile(r"[A-Z][A-Za-z0-9]*\Z")
 
 
-class PackChanges(Protocol[Op_co]):
+class PackChanges(Applied, Protocol[Op_co]):
     """One event's operations for a pack (none for an event it does not read), with its place in the log."""
-
-    @property
-    def session(self) -> str: ...
-
-    @property
-    def seq(self) -> int: ...
-
-    @property
-    def event_hash(self) -> str: ...
 
     @property
     def operations(self) -> Sequence[Op_co]: ...
@@ -211,7 +202,7 @@ class LadybugRecorder(Generic[Op]):
             sessions = list(dict.fromkeys(c.session for c in batch))
             applied = self._checkpoints(self._execute, projector, sessions)
             known = set(applied)
-            todo = _after(applied, batch)
+            todo = past_checkpoints(applied, batch)
             self._write(self._execute, [op for changes in todo for op in changes.operations])
             self._save_checkpoints(projector, {c.session: c for c in todo}, known)
             self._execute("COMMIT")
@@ -315,16 +306,6 @@ class LadybugRecorder(Generic[Op]):
                 "c.session = r.session, c.seq = r.seq, c.event_hash = r.hash",
                 {"rows": rows},
             )
-
-
-def _after(applied: dict[str, int], batch: list[PackChanges[Op]]) -> list[PackChanges[Op]]:
-    """The items past their session's checkpoint (`applied`, moved along as items are taken)."""
-    todo: list[PackChanges[Op]] = []
-    for changes in batch:
-        if changes.seq > applied.get(changes.session, 0):
-            applied[changes.session] = changes.seq
-            todo.append(changes)
-    return todo
 
 
 class _Checkpoint(NamedTuple):

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Final, TypeVar
 
-from readmodels.tracking import Applied
+from readmodels.tracking import Applied, past_checkpoints
 
 T = TypeVar("T")
 READERS: Final = 2
@@ -138,13 +138,7 @@ def read_checkpoints(db: sqlite3.Connection, projector: str, sessions: Sequence[
 
 def unapplied(db: sqlite3.Connection, projector: str, batch: Sequence[A]) -> list[A]:
     """The items of `batch` past the checkpoint, in order (inside the batch's write transaction)."""
-    applied = read_checkpoints(db, projector, [item.session for item in batch])
-    todo = []
-    for item in batch:
-        if item.seq > applied.get(item.session, 0):
-            applied[item.session] = item.seq
-            todo.append(item)
-    return todo
+    return past_checkpoints(read_checkpoints(db, projector, [item.session for item in batch]), batch)
 
 
 def save_checkpoints(db: sqlite3.Connection, projector: str, applied: Sequence[Applied]) -> None:
