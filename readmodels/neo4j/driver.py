@@ -8,7 +8,7 @@ dead-lettering events that are fine.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction
@@ -17,7 +17,7 @@ from neo4j.exceptions import AuthError, Neo4jError, ServiceUnavailable, SessionE
 from eventloom.errors import ReadModelUnavailableError
 from readmodels.graph.cypher.io import ExecuteAsync, Row
 from readmodels.graph.protocol import GraphStoreError, PlannedMigration
-from readmodels.neo4j.schema import apply_migrations
+from readmodels.neo4j.schema import RunTogether, apply_migrations
 
 T = TypeVar("T")
 UNREACHABLE: Final = (ServiceUnavailable, SessionExpired, TransientError, OSError)
@@ -64,6 +64,18 @@ def auto_commit(driver: AsyncDriver, database: str) -> ExecuteAsync:
     return execute
 
 
+def in_one_transaction(driver: AsyncDriver, database: str) -> RunTogether:
+    """Schema statements in one explicit transaction: all of them or none."""
+
+    async def run(statements: Sequence[str]) -> None:
+        async with driver.session(database=database) as session, await session.begin_transaction() as tx:
+            for statement in statements:
+                await (await tx.run(statement)).consume()
+            await tx.commit()
+
+    return run
+
+
 async def connect(
     uri: str,
     auth: tuple[str, str],
@@ -83,7 +95,9 @@ async def connect(
     )
     try:
         await unavailable_as_error(driver.verify_connectivity(), uri)
-        applied = await unavailable_as_error(apply_migrations(auto_commit(driver, database), plan), uri)
+        applied = await unavailable_as_error(
+            apply_migrations(auto_commit(driver, database), in_one_transaction(driver, database), plan), uri
+        )
     except BaseException:
         await driver.close()
         raise

@@ -41,6 +41,7 @@ from readmodels.neo4j.driver import (
     auto_commit,
     connect,
     fetch,
+    in_one_transaction,
     unavailable_as_error,
 )
 from readmodels.neo4j.schema import DEFAULT_VECTOR_DIMENSIONS, apply_migrations, schema_plan
@@ -165,7 +166,8 @@ class Neo4jGraphStore:
         if self._driver is None:
             raise GraphStoreError("the graph store is not open")
         execute = auto_commit(self._driver, self.database)
-        return await unavailable_as_error(apply_migrations(execute, self._plan), self.uri)
+        together = in_one_transaction(self._driver, self.database)
+        return await unavailable_as_error(apply_migrations(execute, together, self._plan), self.uri)
 
     def _session(self, mode: str) -> neo4j.AsyncSession:
         if self._driver is None:

@@ -10,20 +10,24 @@ missing and waits for the new indexes to come online.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
+import re
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Final
 
 from neo4j.exceptions import Neo4jError
 
 from readmodels.graph.cypher.io import ExecuteAsync
 from readmodels.graph.migrations import applied_at, missing, plan_of
-from readmodels.graph.protocol import PlannedMigration
+from readmodels.graph.protocol import GraphStoreError, PlannedMigration
 
 DEFAULT_VECTOR_DIMENSIONS: Final = 384
 """all-MiniLM-L6-v2's width, and the `hash` embedder's default."""
 MAX_VECTOR_DIMENSIONS: Final = 4096
 """Neo4j 5.26's limit for a vector index."""
 INDEX_WAIT_S: Final = 300
+INDEX_POLL_S: Final = 0.1
 SCHEMA_ATTEMPTS: Final = 10
 _ALREADY_THERE: Final = frozenset(
     {
@@ -36,6 +40,17 @@ _ALREADY_THERE: Final = frozenset(
 before: the object is there, as asked."""
 _RACED: Final = frozenset({"Neo.ClientError.Schema.ConstraintValidationFailed"})
 """Two openers `MERGE` the same `Migration` node: the loser's next try finds it."""
+_NAME_TAKEN: Final = "Neo.ClientError.Schema.IndexWithNameAlreadyExists"
+_NAMED_CONSTRAINT: Final = re.compile(r"CREATE CONSTRAINT (\w+) IF NOT EXISTS ")
+ORPHAN_AFTER_ATTEMPTS: Final = 6
+"""A constraint's name held by an index without a constraint for this many tries (about two seconds) is a
+leftover, not another opener's creation in progress (that takes milliseconds on the labels of a fresh
+schema): it is dropped and the constraint created in its place, in one transaction."""
+
+RunTogether = Callable[[Sequence[str]], Awaitable[None]]
+"""Runs schema statements in one explicit transaction (all or none)."""
+
+_log = logging.getLogger(__name__)
 
 _UNIQUE: Final = (
     ("migration_name", "(m:Migration)", "m.name"),
@@ -170,19 +185,23 @@ async def applied_migrations(execute: ExecuteAsync) -> dict[str, str]:
     return {str(row["name"]): str(row["checksum"]) for row in rows}
 
 
-async def apply_migrations(execute: ExecuteAsync, plan: list[PlannedMigration]) -> list[str]:
+async def apply_migrations(
+    execute: ExecuteAsync, together: RunTogether, plan: list[PlannedMigration]
+) -> list[str]:
     """Apply the missing migrations (statements auto-committed, one by one); return the names applied.
 
     `execute` must run each statement in its own auto-commit transaction (Neo4j refuses schema changes
-    in a transaction that also writes data). Raises `MigrationChecksumError` before applying anything
+    in a transaction that also writes data); `together` runs the repair of a leftover index (a drop and a
+    create) as one schema transaction. Raises `MigrationChecksumError` before applying anything
     when an applied migration's checksum differs from the plan's.
     """
     todo = missing(plan, await applied_migrations(execute))
     for migration in todo:
         for statement in migration.statements:
-            await _concurrently_safe(execute, statement, {})
+            await _concurrently_safe(execute, together, statement, {})
         await _concurrently_safe(
             execute,
+            together,
             "MERGE (m:Migration {name: $name}) SET m.checksum = $checksum, m.statements = $count, "
             "m.applied_at = $at",
             {
@@ -193,17 +212,23 @@ async def apply_migrations(execute: ExecuteAsync, plan: list[PlannedMigration]) 
             },
         )
     if todo:
-        await execute("CALL db.awaitIndexes($seconds)", {"seconds": INDEX_WAIT_S})
+        await _indexes_online(execute)
     return [migration.name for migration in todo]
 
 
-async def _concurrently_safe(execute: ExecuteAsync, statement: str, params: dict[str, object]) -> None:
+async def _concurrently_safe(
+    execute: ExecuteAsync, together: RunTogether, statement: str, params: dict[str, object]
+) -> None:
     """Run one schema statement while other processes may run the same ones.
 
     A node opens its graph, keyword and vector stores at once, each applying the shared schema: Neo4j then
     reports deadlocks between the schema transactions, or that an object another opener just created exists.
     A deadlock is retried after a random pause (so the openers fall out of step); "it exists" is success.
+    A `CREATE CONSTRAINT` whose name an index already holds meets either another opener's constraint being
+    built or the index an interrupted creation left behind (Neo4j builds a constraint's index first and
+    does not always drop it when the constraint fails): waited for, then replaced (`_replace_leftover`).
     """
+    constraint = _NAMED_CONSTRAINT.match(statement)
     for attempt in range(1, SCHEMA_ATTEMPTS + 1):
         try:
             await execute(statement, dict(params))
@@ -211,6 +236,56 @@ async def _concurrently_safe(execute: ExecuteAsync, statement: str, params: dict
         except Neo4jError as exc:
             if exc.code in _ALREADY_THERE:
                 return
-            if attempt == SCHEMA_ATTEMPTS or not (exc.is_retryable() or exc.code in _RACED):
+            if exc.code == _NAME_TAKEN and constraint is not None:
+                if await _constraint_exists(execute, constraint.group(1)):
+                    return
+                if attempt >= ORPHAN_AFTER_ATTEMPTS:
+                    await _replace_leftover(execute, together, constraint.group(1), statement)
+            elif not (exc.is_retryable() or exc.code in _RACED):
+                raise
+            if attempt == SCHEMA_ATTEMPTS:
                 raise
         await asyncio.sleep(random.uniform(0.05, 0.25) * attempt)
+
+
+async def _indexes_online(execute: ExecuteAsync) -> None:
+    """Wait until every index is online, asking rather than `CALL db.awaitIndexes`: that procedure holds a
+    schema lock while it waits, which another opener replacing a leftover index waits for in turn, and
+    neither moves until its timeout."""
+    deadline = asyncio.get_running_loop().time() + INDEX_WAIT_S
+    while True:
+        pending = await execute(
+            "SHOW INDEXES YIELD name, state WHERE state <> 'ONLINE' RETURN name, state ORDER BY name", {}
+        )
+        failed = [str(row["name"]) for row in pending if row["state"] == "FAILED"]
+        if failed:
+            raise GraphStoreError(f"Neo4j could not build the indexes {', '.join(failed)} (SHOW INDEXES)")
+        if not pending:
+            return
+        if asyncio.get_running_loop().time() > deadline:
+            names = ", ".join(str(row["name"]) for row in pending)
+            raise GraphStoreError(f"Neo4j indexes still not online after {INDEX_WAIT_S} s: {names}")
+        await asyncio.sleep(INDEX_POLL_S)
+
+
+async def _constraint_exists(execute: ExecuteAsync, name: str) -> bool:
+    return bool(await execute("SHOW CONSTRAINTS YIELD name WHERE name = $name RETURN name", {"name": name}))
+
+
+async def _replace_leftover(execute: ExecuteAsync, together: RunTogether, name: str, statement: str) -> None:
+    """Drop the index named like the constraint `name`, when no constraint owns it (a leftover), and create
+    the constraint, in one transaction: an opener building the same constraint meanwhile holds the name's
+    lock, so it is never dropped from under it. A failure (another opener replaced it first, a deadlock)
+    leaves the caller's next try to see the outcome."""
+    orphans = await execute(
+        "SHOW INDEXES YIELD name, owningConstraint WHERE name = $name AND owningConstraint IS NULL "
+        "RETURN name",
+        {"name": name},
+    )
+    if not orphans:
+        return
+    _log.warning("replacing index %s: a constraint's name, left without its constraint", name)
+    try:
+        await together([f"DROP INDEX `{name}` IF EXISTS", statement])
+    except Neo4jError as exc:
+        _log.info("replacing index %s: %s (tried again)", name, exc.code)
