@@ -42,7 +42,15 @@ from typing import Any
 import msgspec
 from common import console, machine, progress_bar, server_binary_version
 from corpus import Corpus
-from soak_probe import Interval, consumer_lag, growth, node_processes, rss_mb, window_p95
+from soak_probe import (
+    Interval,
+    consumer_lag,
+    growth,
+    node_processes,
+    resident_by_mapping,
+    rss_mb,
+    window_p95,
+)
 
 from eventloom.log import EventLog
 from eventloom.request import AppendRequest
@@ -149,6 +157,7 @@ class Soak:
             "node_rss_mb_at_100k": after.get("node") if total >= 100_000 else None,
             "rss_mb_after_burst": after,
             "rss_mb_peak_during_burst": dict(self.peak_rss),
+            "node_rss_mb_by_mapping": resident_by_mapping(self.node_pid),
         }
 
     async def catch_up(self, since: float) -> float:

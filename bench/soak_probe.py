@@ -25,6 +25,38 @@ def rss_mb(pid: int) -> float | None:
     return None
 
 
+def resident_by_mapping(pid: int, top: int = 8) -> dict[str, float]:
+    """Where `pid`'s resident memory is, in MB: glibc's main heap, the anonymous mappings (allocator arenas,
+    engines' pools, Python's), the files mapped (libraries, databases), and the `top` largest anonymous
+    mappings by their address and virtual size, so that one can tell an arena (64 MB) from a pool."""
+    kinds: dict[str, float] = {"heap": 0.0, "anonymous": 0.0, "files": 0.0, "stacks": 0.0}
+    anonymous: list[tuple[float, str]] = []
+    with contextlib.suppress(OSError):
+        mapping, virtual_mb = "", 0.0
+        for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+            fields = line.split()
+            if "-" in fields[0] and not fields[0].endswith(":"):
+                start, end = (int(bound, 16) for bound in fields[0].split("-"))
+                mapping, virtual_mb = (fields[5] if len(fields) > 5 else ""), (end - start) / MB
+                address = fields[0].split("-")[0]
+            elif fields[0] == "Rss:":
+                mb = int(fields[1]) / 1024
+                kind = _mapping_kind(mapping)
+                kinds[kind] += mb
+                if kind == "anonymous" and mb >= 1:
+                    anonymous.append((mb, f"anon {address} ({virtual_mb:,.0f} MB virtual)"))
+    largest = {name: round(mb, 1) for mb, name in sorted(anonymous, reverse=True)[:top]}
+    return {**{kind: round(mb, 1) for kind, mb in kinds.items()}, **largest}
+
+
+def _mapping_kind(mapping: str) -> str:
+    if mapping == "[heap]":
+        return "heap"
+    if mapping.startswith("[stack") or mapping in {"[vvar]", "[vdso]", "[vsyscall]"}:
+        return "stacks"
+    return "files" if mapping.startswith("/") else "anonymous"
+
+
 def _children(pid: int) -> list[int]:
     found: list[int] = []
     with contextlib.suppress(OSError):
