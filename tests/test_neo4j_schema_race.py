@@ -35,11 +35,15 @@ async def wipe_schema(endpoint: Neo4jEndpoint) -> None:
             await (await session.run(f"DROP INDEX `{name}` IF EXISTS")).consume()
 
 
-async def recorded_migrations(endpoint: Neo4jEndpoint) -> list[str]:
+async def rows_of(endpoint: Neo4jEndpoint, cypher: str) -> list[dict[str, object]]:
     auth = (endpoint.user, endpoint.password)
     async with AsyncGraphDatabase.driver(endpoint.uri, auth=auth) as driver, driver.session() as session:
-        result = await session.run("MATCH (m:Migration) RETURN m.name AS name ORDER BY name")
-        return [str(r["name"]) async for r in result]
+        return [dict(row) async for row in await session.run(cypher)]
+
+
+async def recorded_migrations(endpoint: Neo4jEndpoint) -> list[str]:
+    rows = await rows_of(endpoint, "MATCH (m:Migration) RETURN m.name AS name ORDER BY name")
+    return [str(row["name"]) for row in rows]
 
 
 async def test_stores_opening_together_on_a_fresh_schema_all_open(neo4j_endpoint: Neo4jEndpoint) -> None:
@@ -58,12 +62,6 @@ async def test_stores_opening_together_on_a_fresh_schema_all_open(neo4j_endpoint
         finally:
             for store in stores:
                 await store.close()
-
-
-async def rows_of(endpoint: Neo4jEndpoint, cypher: str) -> list[dict[str, object]]:
-    auth = (endpoint.user, endpoint.password)
-    async with AsyncGraphDatabase.driver(endpoint.uri, auth=auth) as driver, driver.session() as session:
-        return [dict(row) async for row in await session.run(cypher)]
 
 
 async def indexes_without_constraint(endpoint: Neo4jEndpoint, names: set[str]) -> list[str]:

@@ -274,9 +274,9 @@ async def _constraint_exists(execute: ExecuteAsync, name: str) -> bool:
 
 async def _replace_leftover(execute: ExecuteAsync, together: RunTogether, name: str, statement: str) -> None:
     """Drop the index named like the constraint `name`, when no constraint owns it (a leftover), and create
-    the constraint, in one transaction: an opener building the same constraint meanwhile holds the name's
-    lock, so it is never dropped from under it. A failure (another opener replaced it first, a deadlock)
-    leaves the caller's next try to see the outcome."""
+    the constraint, in one transaction (a separate `DROP` deadlocked with the other openers doing the same
+    in testing). A failure (another opener replaced it first, a deadlock) leaves the caller's next try to
+    see the outcome."""
     orphans = await execute(
         "SHOW INDEXES YIELD name, owningConstraint WHERE name = $name AND owningConstraint IS NULL "
         "RETURN name",
