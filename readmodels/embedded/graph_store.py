@@ -1,9 +1,9 @@
 """`LadybugGraphStore`: the temporal memory graph embedded in LadybugDB (PyPI `ladybug`).
 
-LadybugDB is synchronous, so the store owns two threads: a writer (schema, batches, checkpoints) and a
-reader (queries and typed reads), each with its own connection, so the event loop never blocks and reads
-see the last committed state while a batch is being written. One batch is one write transaction holding
-the projection and the checkpoints: it commits whole or not at all.
+LadybugDB is synchronous, so the store owns threads: a writer (schema, batches, checkpoints) and readers
+(queries and typed reads, `LadybugReaders`), each with its own connection, so the event loop never blocks
+and reads see the last committed state while a batch is being written. One batch is one write transaction
+holding the projection and the checkpoints: it commits whole or not at all.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from eventloom.stages import StageTimes
 from readmodels.embedded.graph_schema import apply_migrations, typed_rel_ddl
 from readmodels.embedded.graph_writes import write_plan
 from readmodels.embedded.ladybug_checkpoints import DEFAULT_POLICY, CheckpointPolicy, Uncheckpointed
-from readmodels.embedded.ladybug_io import holding, open_database, rollback, run_rows
+from readmodels.embedded.ladybug_io import open_database, rollback, run_rows
+from readmodels.embedded.ladybug_readers import DEFAULT_READERS, LadybugReaders
 from readmodels.graph import equivalence, reads
 from readmodels.graph.cypher.guard import single_read_statement
 from readmodels.graph.cypher.io import Reading, run_sync
@@ -74,15 +75,15 @@ class LadybugGraphStore:
         *,
         buffer_pool_size: int = DEFAULT_BUFFER_POOL_SIZE,
         checkpoints: CheckpointPolicy = DEFAULT_POLICY,
+        readers: int = DEFAULT_READERS,
     ) -> None:
         self.path = Path(path)
         self._buffer_pool_size = buffer_pool_size
         self._uncheckpointed = Uncheckpointed(self.path, checkpoints)
         self._db: ladybug.Database | None = None
         self._writer: ladybug.Connection | None = None
-        self._reader: ladybug.Connection | None = None
+        self._readers = LadybugReaders(lambda: self._db, readers)
         self._write_thread: ThreadPoolExecutor | None = None
-        self._read_thread: ThreadPoolExecutor | None = None
         self._typed: set[str] = set()
         self.migrations_applied: list[str] = []
         """The migrations the last `open` applied (none when the schema was up to date)."""
@@ -103,12 +104,11 @@ class LadybugGraphStore:
 
     async def _open(self) -> None:
         self._write_thread = ThreadPoolExecutor(1, thread_name_prefix="ladybug-write")
-        self._read_thread = ThreadPoolExecutor(1, thread_name_prefix="ladybug-read")
+        self._readers.start()
         try:
             await self._in_writer(self._open_sync)
         except BaseException:
-            await self._in_writer(self._close_writer)
-            self._shutdown_threads()
+            await self._close()
             raise
 
     def _open_sync(self) -> None:
@@ -124,21 +124,11 @@ class LadybugGraphStore:
                 await self._close()
 
     async def _close(self) -> None:
-        if self._read_thread is not None:
-            await self._in_reader(self._close_reader)
+        await self._readers.close()
         await self._in_writer(self._close_writer)
-        self._shutdown_threads()
-
-    def _shutdown_threads(self) -> None:
-        for pool in (self._read_thread, self._write_thread):
-            if pool is not None:
-                pool.shutdown(wait=False)  # idle: their last job was awaited
-        self._read_thread = self._write_thread = None
-
-    def _close_reader(self) -> None:
-        if self._reader is not None:
-            self._reader.close()
-            self._reader = None
+        if self._write_thread is not None:
+            self._write_thread.shutdown(wait=False)  # idle: its last job was awaited
+            self._write_thread = None
 
     def _close_writer(self) -> None:
         if self._writer is not None:
@@ -167,7 +157,7 @@ class LadybugGraphStore:
 
     async def _reading(self, fn: Callable[[], T]) -> T:
         await self._ready()
-        return await self._in_reader(fn)  # no await between the check and the submission
+        return await self._readers.run(fn)  # no await between the check and the submission
 
     async def _reading_cypher(self, reading: Reading[T]) -> T:
         return await self._reading(lambda: run_sync(reading, self._read))
@@ -181,11 +171,6 @@ class LadybugGraphStore:
             raise GraphStoreError("the graph store is not open")
         return await asyncio.get_running_loop().run_in_executor(self._write_thread, fn)
 
-    async def _in_reader(self, fn: Callable[[], T]) -> T:
-        if self._read_thread is None:
-            raise GraphStoreError("the graph store is not open")
-        return await asyncio.get_running_loop().run_in_executor(self._read_thread, fn)
-
     def _write(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         if self._writer is None:
             raise GraphStoreError("the graph store is not open")
@@ -194,11 +179,7 @@ class LadybugGraphStore:
     def _read(
         self, cypher: str | ladybug.PreparedStatement, params: Mapping[str, Any] | None = None
     ) -> list[dict[str, Any]]:
-        if self._reader is None:
-            if self._db is None:
-                raise GraphStoreError("the graph store is not open")
-            self._reader = ladybug.Connection(self._db)
-        return run_rows(self._reader, cypher, params)
+        return run_rows(self._readers.connection(), cypher, params)
 
     def _plans(self, statement: str, params: Mapping[str, Any] | None) -> list[str]:
         """The `EXPLAIN` text of `statement`: planned, not executed."""
@@ -209,9 +190,7 @@ class LadybugGraphStore:
         """`statement` prepared as one statement, the engine's own parse: a second statement is an error
         (a plain string would run every statement in it), and no Python object of the caller's frames can
         be scanned (the driver rewrites `LOAD FROM <name>` in strings to do that)."""
-        if self._reader is None:
-            raise GraphStoreError("the graph store is not open")
-        prepared = ladybug.PreparedStatement(self._reader, statement)
+        prepared = ladybug.PreparedStatement(self._readers.connection(), statement)
         if not prepared.is_success():
             message = prepared.get_error_message()
             if "multiple statements" in message:
@@ -287,9 +266,9 @@ class LadybugGraphStore:
         """Close the database and open it again, reads held meanwhile: the engine's buffer pool gives back
         the pages it cached only when the database is closed (`CheckpointPolicy.reopen_events`)."""
         async with self._lifecycle:
-            if not self._is_open or self._read_thread is None:
+            if not self._is_open:
                 return
-            async with holding(self._read_thread, self._close_reader):  # reads wait, then reconnect
+            async with self._readers.held():  # reads wait, then reconnect
                 await self._in_writer(self._reopen_sync)
 
     def _reopen_sync(self) -> None:
@@ -358,7 +337,8 @@ class LadybugGraphStore:
         return await self._reading(lambda: self._query_sync(statement, params))
 
     def _query_sync(self, statement: str, params: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-        self._read("BEGIN TRANSACTION READ ONLY")
+        reader = self._readers.connection()
+        run_rows(reader, "BEGIN TRANSACTION READ ONLY", None)
         try:
             refuse_ladybug_plan(self._plans(statement, params))
             return self._read(self._prepared(statement), params)
@@ -367,8 +347,7 @@ class LadybugGraphStore:
                 raise ReadOnlyQueryError(f"graph queries are read-only; refused: {exc}") from None
             raise GraphQueryError(str(exc)) from None
         finally:
-            if self._reader is not None:
-                rollback(self._reader)
+            rollback(reader)
 
     async def read(self, reading: Reading[T]) -> T:
         return await self._reading_cypher(reading)

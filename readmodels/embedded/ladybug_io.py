@@ -1,14 +1,11 @@
-"""Opening a LadybugDB database, running statements on a connection (rows back as dicts), a rollback
-that tolerates an already-ended transaction, and holding a store's thread. Shared by the graph store, the
-bulk loader and the packs."""
+"""Opening a LadybugDB database, running statements on a connection (rows back as dicts) and a rollback
+that tolerates an already-ended transaction. Shared by the graph store, the bulk loader and the packs."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping
 from typing import Any
 
 import ladybug
@@ -51,27 +48,3 @@ def run_rows(
 def rollback(connection: ladybug.Connection) -> None:
     with contextlib.suppress(RuntimeError):  # a failed statement may already have ended the transaction
         connection.execute("ROLLBACK")
-
-
-@contextlib.asynccontextmanager
-async def holding(thread: ThreadPoolExecutor, first: Callable[[], None]) -> AsyncIterator[None]:
-    """Run `first` on `thread` (a one-thread pool), then keep that thread, and every job queued behind it,
-    waiting until the block ends: the block may then close and reopen what those jobs use."""
-    loop = asyncio.get_running_loop()
-    held: asyncio.Future[None] = loop.create_future()
-    resume = threading.Event()
-
-    def hold() -> None:
-        try:
-            first()
-        finally:
-            loop.call_soon_threadsafe(held.set_result, None)
-        resume.wait()
-
-    job = loop.run_in_executor(thread, hold)
-    try:
-        await held
-        yield
-    finally:
-        resume.set()
-        await job

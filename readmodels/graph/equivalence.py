@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import msgspec
 
-from readmodels.graph.cypher.io import Reading
+from readmodels.graph.cypher.io import PerKey, Reading
 from readmodels.graph.properties import EDGE_TYPES, ENTITY_TYPES
 from readmodels.graph.reads import expand, to_edge, to_version, window
 from readmodels.graph.records import EntityVersion, Neighbour, RelationEdge
@@ -65,10 +65,11 @@ def same_as_classes(uids: Sequence[str], as_of: str | None = None) -> Reading[di
             break
         reached: set[str] = set()
         for near in ("a", "b"):
-            rows = yield (
-                f"MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE {near}.uid IN $uids AND {condition} "
+            rows = yield PerKey(
+                f"MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE {near}.uid = $each_key AND {condition} "
                 f"RETURN {_COLUMNS}",
-                {**params, "uids": frontier},
+                frontier,
+                params,
             )
             for row in rows:
                 ends = (to_version(row, "a_"), to_version(row, "b_"))

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from readmodels.graph.cypher.io import Reading
+from readmodels.graph.cypher.io import PerKey, Reading
 from readmodels.graph.reads import ENTITY_COLUMNS, expand, to_version, window
 from readmodels.graph.records import EntityVersion, Neighbour
 
@@ -78,17 +78,25 @@ def cited_spans(uids: Sequence[str]) -> Reading[dict[str, list[Span]]]:
     """The source spans each of the versions `uids` cites."""
     if not uids:
         return {}
-    rows = yield (
-        "MATCH (e:Entity)-[:CITES_SOURCE]->(s:Source) WHERE e.uid IN $uids "
-        "RETURN e.uid AS uid, s.path AS path, s.line_start AS line_start, s.line_end AS line_end "
-        "ORDER BY uid, path, line_start",
-        {"uids": sorted(set(uids))},
+    rows = yield PerKey(  # ordered here: a sort in the statement costs more than the lookup
+        "MATCH (e:Entity)-[:CITES_SOURCE]->(s:Source) WHERE e.uid = $each_key "
+        "RETURN e.uid AS uid, s.path AS path, s.line_start AS line_start, s.line_end AS line_end",
+        sorted(set(uids)),
+        {},
     )
     spans: dict[str, list[Span]] = {}
     for row in rows:
         span = Span(path=row["path"], line_start=row["line_start"], line_end=row["line_end"])
         spans.setdefault(row["uid"], []).append(span)
+    for cited in spans.values():
+        cited.sort(key=_span_order)
     return spans
+
+
+def _span_order(span: Span) -> tuple[str, bool, int, bool, int]:
+    """By path, then line (a span without lines last), as `ORDER BY path, line_start` would."""
+    start, end = span.line_start, span.line_end
+    return (span.path, start is None, start or 0, end is None, end or 0)
 
 
 ASSERTING_ACTIONS = ("created", "superseded", "updated", "unchanged", "reopened")
@@ -99,15 +107,16 @@ def asserted_by(event_uids: Sequence[str]) -> Reading[dict[str, list[str]]]:
     """The entity keys each event (`identity.event_uid`) asserted."""
     if not event_uids:
         return {}
-    rows = yield (
-        "MATCH (ev:Event)-[p:PROJECTED_ENTITY]->(e:Entity) WHERE ev.uid IN $uids AND p.action IN $actions "
-        "RETURN DISTINCT ev.uid AS uid, e.key AS key ORDER BY uid, key",
-        {"uids": sorted(set(event_uids)), "actions": list(ASSERTING_ACTIONS)},
+    rows = yield PerKey(  # deduplicated and ordered here: both cost more in the statement than the lookup
+        "MATCH (ev:Event)-[p:PROJECTED_ENTITY]->(e:Entity) WHERE ev.uid = $each_key AND p.action IN $actions "
+        "RETURN ev.uid AS uid, e.key AS key",
+        sorted(set(event_uids)),
+        {"actions": list(ASSERTING_ACTIONS)},
     )
-    asserted: dict[str, list[str]] = {}
+    asserted: dict[str, set[str]] = {}
     for row in rows:
-        asserted.setdefault(row["uid"], []).append(row["key"])
-    return asserted
+        asserted.setdefault(row["uid"], set()).add(row["key"])
+    return {uid: sorted(keys) for uid, keys in asserted.items()}
 
 
 class InvalidationRow(msgspec.Struct, frozen=True, kw_only=True):

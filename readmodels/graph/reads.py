@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from readmodels.graph.cypher.io import Reading
+from readmodels.graph.cypher.io import PerKey, Reading
 from readmodels.graph.identity import decode_json, entity_key
 from readmodels.graph.model import canonical_ts
 from readmodels.graph.properties import EDGE_TYPES, ENTITY_TYPES, OBSERVATION_TABLES
@@ -179,7 +179,7 @@ def expand(
 ) -> Reading[list[Neighbour]]:
     """The entities within `depth` hops (either direction) of the versions `uids`, nearest first.
 
-    `fanout` caps the edges read per direction and hop, so a hub costs no more than a leaf."""
+    `fanout` caps the edges read per version, direction and hop, so a hub costs no more than a leaf."""
     cap = "" if fanout is None else f" LIMIT {int(fanout)}"
     seen = set(uids)
     frontier = sorted(seen)
@@ -191,11 +191,12 @@ def expand(
             break
         reached: dict[str, Neighbour] = {}
         for near, other in (("a", "b"), ("b", "a")):
-            # `uid IN $uids` in the WHERE: LadybugDB plans it as an index seek, an UNWIND + MATCH as a join
-            rows = yield (
-                f"MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE {near}.uid IN $uids AND {edge_conditions} "
+            rows = yield PerKey(
+                "MATCH (a:Entity)-[r:RELATES]->(b:Entity) "
+                f"WHERE {near}.uid = $each_key AND {edge_conditions} "
                 f"WITH a, r, b, {other} AS o RETURN {_EDGE_COLUMNS}, {_OTHER_COLUMNS}{cap}",
-                {**edge_params, "uids": frontier},
+                frontier,
+                edge_params,
             )
             for row in rows:
                 uid = row["o_uid"]
