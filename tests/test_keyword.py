@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from projectors.rebuild import rebuild
 from readmodels.documents import EventDocs, MemoryDoc
 from readmodels.embedded import sqlite_db
 from readmodels.embedded.keyword_store import SqliteKeywordStore, match_expression
-from readmodels.keyword.common_words import MIN_DOCS
+from readmodels.keyword.common_words import MIN_DOCS, SHARE, CommonWords
 from tests.runtime_support import drained, running
 from tests.test_graph_support import SessionLog, fact, ts
 
@@ -171,3 +172,22 @@ async def test_words_in_most_documents_are_left_out_of_the_match_but_rare_ones_r
     only_common = await store.search("what about", limit=5)  # nothing rare: the rarest words still match
     assert len(only_common) == 5
     assert len(await store.search("item", limit=3)) == 3  # one word is never left out
+
+
+def test_a_common_word_stays_left_out_when_a_few_more_documents_raise_the_threshold() -> None:
+    """Counted against one threshold, a common word must not pass for rare against the next one up."""
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE docs (id INTEGER PRIMARY KEY, text TEXT)")
+    db.execute("CREATE VIRTUAL TABLE docs_fts USING fts5(text, content='docs', content_rowid='id')")
+
+    def add(first: int, last: int) -> None:
+        rows = [(n, f"everywhere item{n}") for n in range(first, last + 1)]
+        db.executemany("INSERT INTO docs (id, text) VALUES (?, ?)", rows)
+        db.executemany("INSERT INTO docs_fts (rowid, text) VALUES (?, ?)", rows)
+
+    size = 2 * MIN_DOCS / SHARE  # past the floor: the threshold grows with the index
+    add(1, int(size))
+    common = CommonWords()
+    assert common.searchable(db, ["everywhere", "item7"]) == ["item7"]
+    add(int(size) + 1, int(size) + 40)  # the threshold goes up by 2: still well within the cached counts
+    assert common.searchable(db, ["everywhere", "item7"]) == ["item7"]
