@@ -22,7 +22,7 @@ from collections import defaultdict
 from typing import Any, Final
 
 from eventloom.event import citation
-from readmodels.graph.cypher.io import Reading
+from readmodels.graph.cypher.io import PerKey, Reading
 from readmodels.graph.identity import decode_json
 from readmodels.graph.reads import ENTITY_COLUMNS, expand, window
 from readmodels.view import ViewEdge, ViewGraph, ViewNode, ViewRequest, ViewVersion
@@ -113,10 +113,8 @@ def _around(request: ViewRequest, focus: str) -> Reading[list[dict[str, Any]]]:
     keys = {near.entity.uid for near in near}
     reached: list[dict[str, Any]] = []
     if keys:
-        reached = yield (
-            f"MATCH (e:Entity) WHERE e.uid IN $uids RETURN {ENTITY_COLUMNS}",
-            {"uids": sorted(keys)},
-        )
+        by_uid = f"MATCH (e:Entity) WHERE e.uid = $each_key RETURN {ENTITY_COLUMNS}"
+        reached = yield PerKey(by_uid, sorted(keys), {})
     unique = {row["uid"]: row for row in [*found, *reached] if row["entity_type"] not in HIDDEN_TYPES}
     return list(unique.values())[: request.limit]
 
@@ -135,11 +133,13 @@ def _drawn(rows: list[dict[str, Any]], as_of: str | None) -> Reading[ViewGraph]:
     uids = sorted({row["uid"] for row in rows})
     params: dict[str, Any] = {"uids": uids}
     condition = window("r", as_of, params)
-    edge_rows: list[dict[str, Any]] = yield (
-        f"MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE a.uid IN $uids AND b.uid IN $uids AND {condition} "
-        f"RETURN {_EDGE_COLUMNS} ORDER BY r.relation_type, a.uid, b.uid",
+    edge_rows: list[dict[str, Any]] = yield PerKey(
+        "MATCH (a:Entity)-[r:RELATES]->(b:Entity) "
+        f"WHERE a.uid = $each_key AND b.uid IN $uids AND {condition} RETURN {_EDGE_COLUMNS}",
+        uids,
         params,
     )
+    edge_rows.sort(key=lambda row: (row["relation_type"], row["source"], row["target"]))
     nodes = [_node(row, versions[row["key"]], as_of) for row in rows]
     edges = [_edge(row) for row in edge_rows] + _lineage(set(uids), versions)
     return ViewGraph(nodes=nodes, edges=edges)
