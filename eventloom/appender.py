@@ -50,8 +50,10 @@ _TRANSIENT = (
     nats.errors.StaleConnectionError,
     nats.errors.NoRespondersError,
     nats.js.errors.NoStreamResponseError,
+    nats.js.errors.ServiceUnavailableError,  # 503 "JetStream system temporarily unavailable": an election
     TimeoutError,
 )
+"""Failures an append waits out and retries. Some are `APIError`s, so they are caught before it."""
 
 
 @dataclass
@@ -190,17 +192,17 @@ class Appender:
                 _check_expected(writer.session, requests[0].expected_seq, tail.seq)
                 events = await self._sealer.seal(requests, tail.seq, tail.hash, tail.ts)
                 stream_seq = await self._publish(writer.subject, events, tail.stream_seq)
-            except nats.js.errors.APIError as exc:
-                if exc.err_code != WRONG_LAST_SEQUENCE:
-                    raise await append_refused(self._client, self._layout.name, exc) from exc
-                writer.tail = None  # another writer won the race: re-read the tail, rebuild, retry
-                await _jitter(attempt)
-                continue
             except _TRANSIENT as exc:
                 unavailable, writer.tail = exc, None
                 if events and await self._reconcile(writer, events, attempt):
                     return events
                 await _unavailable_wait(attempt)
+                continue
+            except nats.js.errors.APIError as exc:
+                if exc.err_code != WRONG_LAST_SEQUENCE:
+                    raise await append_refused(self._client, self._layout.name, exc) from exc
+                writer.tail = None  # another writer won the race: re-read the tail, rebuild, retry
+                await _jitter(attempt)
                 continue
             last = events[-1]
             writer.tail = _Tail(last.seq, last.hash, last.ts, stream_seq)
@@ -298,18 +300,18 @@ class Appender:
                 (event,) = await self._sealer.seal([request], tail.seq, tail.hash, tail.ts)
                 headers = {"Nats-Msg-Id": msg_id, "Nats-Expected-Last-Subject-Sequence": str(tail.stream_seq)}
                 ack = await self._js_retried.publish(writer.subject, encode_event(event), headers=headers)
-            except nats.js.errors.APIError as exc:
-                if exc.err_code != WRONG_LAST_SEQUENCE:
-                    raise await append_refused(self._client, self._layout.name, exc) from exc
-                writer.tail = None
-                await _jitter(attempt)
-                continue
             except _TRANSIENT as exc:
                 # The tail is kept: re-reading it would wait on the same leaderless stream, and a stale one
                 # fails the publish's last-sequence guard and is re-read then.
                 unavailable = exc
                 await _unavailable_wait(attempt)
                 continue  # the retry carries the same Nats-Msg-Id, so a stored first try is deduplicated
+            except nats.js.errors.APIError as exc:
+                if exc.err_code != WRONG_LAST_SEQUENCE:
+                    raise await append_refused(self._client, self._layout.name, exc) from exc
+                writer.tail = None
+                await _jitter(attempt)
+                continue
             if ack.duplicate:
                 writer.tail = None
                 original = (await event_at(self._client, self._layout, int(ack.seq))).event

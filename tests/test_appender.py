@@ -6,7 +6,9 @@ import asyncio
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import nats.js.errors
 import pytest
 
 from eventloom.chain import GENESIS, check_next
@@ -218,3 +220,26 @@ async def test_event_by_seq_finds_any_event_of_a_session(log: EventLog) -> None:
         assert found is not None and found.event == event
     assert await event_by_seq(log.client, log.layout, "s0", 31) is None
     assert await event_by_seq(log.client, log.layout, "nobody", 1) is None
+
+
+async def test_a_jetstream_briefly_unavailable_is_waited_out_not_refused(
+    log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """503 "JetStream system temporarily unavailable" comes while a cluster elects a leader: retried, and
+    the append lands once, as for a timeout."""
+    js = log.appender._js_retried
+    publish = js.publish
+    refusals = [0]
+
+    async def unavailable_once(*args: Any, **kwargs: Any) -> Any:
+        if refusals[0] == 0:
+            refusals[0] += 1
+            raise nats.js.errors.ServiceUnavailableError(
+                code=503, err_code=10008, description="JetStream system temporarily unavailable"
+            )
+        return await publish(*args, **kwargs)
+
+    monkeypatch.setattr(js, "publish", unavailable_once)
+    event = await log.append("elect", "note.added", "agent:t", {"text": "x"}, idempotency_key="k1")
+    again = await log.append("elect", "note.added", "agent:t", {"text": "x"}, idempotency_key="k1")
+    assert refusals == [1] and again.hash == event.hash and event.seq == 1
