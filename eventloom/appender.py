@@ -7,7 +7,7 @@ import contextlib
 import hashlib
 import random
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final, TypeVar
@@ -43,6 +43,25 @@ trying again. A request in flight to a stream leader that is killed is never ans
 publish timeout (10 s) for it would add 10 s to the election (4-9 s in nats-server). A retry is safe: it
 carries the same Nats-Msg-Id, so a first try that was stored is answered as a duplicate."""
 _T = TypeVar("_T")
+JETSTREAM_UNAVAILABLE: Final = 10008
+"""503 "JetStream system temporarily unavailable": a cluster electing a leader. Other 503s (a stream at
+its size limit) are refusals."""
+
+
+class _Electing(Exception):
+    """JetStream answered that it is electing a leader: waited out like a timeout."""
+
+
+@contextlib.contextmanager
+def _electing() -> Iterator[None]:
+    try:
+        yield
+    except nats.js.errors.ServiceUnavailableError as exc:
+        if exc.err_code == JETSTREAM_UNAVAILABLE:
+            raise _Electing(str(exc)) from exc
+        raise
+
+
 _TRANSIENT = (
     nats.errors.TimeoutError,
     nats.errors.ConnectionClosedError,
@@ -50,10 +69,10 @@ _TRANSIENT = (
     nats.errors.StaleConnectionError,
     nats.errors.NoRespondersError,
     nats.js.errors.NoStreamResponseError,
-    nats.js.errors.ServiceUnavailableError,  # 503 "JetStream system temporarily unavailable": an election
+    _Electing,
     TimeoutError,
 )
-"""Failures an append waits out and retries. Some are `APIError`s, so they are caught before it."""
+"""Failures an append waits out and retries."""
 
 
 @dataclass
@@ -188,10 +207,11 @@ class Appender:
         for attempt in range(self._max_attempts):
             events: list[Event] = []
             try:
-                tail = writer.tail or await self._load_tail(writer)
-                _check_expected(writer.session, requests[0].expected_seq, tail.seq)
-                events = await self._sealer.seal(requests, tail.seq, tail.hash, tail.ts)
-                stream_seq = await self._publish(writer.subject, events, tail.stream_seq)
+                with _electing():
+                    tail = writer.tail or await self._load_tail(writer)
+                    _check_expected(writer.session, requests[0].expected_seq, tail.seq)
+                    events = await self._sealer.seal(requests, tail.seq, tail.hash, tail.ts)
+                    stream_seq = await self._publish(writer.subject, events, tail.stream_seq)
             except _TRANSIENT as exc:
                 unavailable, writer.tail = exc, None
                 if events and await self._reconcile(writer, events, attempt):
@@ -299,7 +319,8 @@ class Appender:
                 _check_expected(writer.session, request.expected_seq, tail.seq)
                 (event,) = await self._sealer.seal([request], tail.seq, tail.hash, tail.ts)
                 headers = {"Nats-Msg-Id": msg_id, "Nats-Expected-Last-Subject-Sequence": str(tail.stream_seq)}
-                ack = await self._js_retried.publish(writer.subject, encode_event(event), headers=headers)
+                with _electing():
+                    ack = await self._js_retried.publish(writer.subject, encode_event(event), headers=headers)
             except _TRANSIENT as exc:
                 # The tail is kept: re-reading it would wait on the same leaderless stream, and a stale one
                 # fails the publish's last-sequence guard and is re-read then.
@@ -330,7 +351,8 @@ class Appender:
         failure: Exception | None = None
         for attempt in range(self._max_attempts):
             try:
-                return await operation()
+                with _electing():
+                    return await operation()
             except _TRANSIENT as exc:
                 failure = exc
                 await _unavailable_wait(attempt)
