@@ -7,7 +7,7 @@ import contextlib
 import hashlib
 import random
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final, TypeVar
@@ -21,6 +21,7 @@ from nats.js.kv import KeyValue
 from eventloom.bus.buckets import ensure_bucket
 from eventloom.bus.publish import publish_many
 from eventloom.bus.stream import StreamLayout
+from eventloom.bus.transient import TRANSIENT, electing
 from eventloom.errors import (
     BusUnavailableError,
     ConcurrencyError,
@@ -43,36 +44,6 @@ trying again. A request in flight to a stream leader that is killed is never ans
 publish timeout (10 s) for it would add 10 s to the election (4-9 s in nats-server). A retry is safe: it
 carries the same Nats-Msg-Id, so a first try that was stored is answered as a duplicate."""
 _T = TypeVar("_T")
-JETSTREAM_UNAVAILABLE: Final = 10008
-"""503 "JetStream system temporarily unavailable": a cluster electing a leader. Other 503s (a stream at
-its size limit) are refusals."""
-
-
-class _Electing(Exception):
-    """JetStream answered that it is electing a leader: waited out like a timeout."""
-
-
-@contextlib.contextmanager
-def _electing() -> Iterator[None]:
-    try:
-        yield
-    except nats.js.errors.ServiceUnavailableError as exc:
-        if exc.err_code == JETSTREAM_UNAVAILABLE:
-            raise _Electing(str(exc)) from exc
-        raise
-
-
-_TRANSIENT = (
-    nats.errors.TimeoutError,
-    nats.errors.ConnectionClosedError,
-    nats.errors.ConnectionReconnectingError,
-    nats.errors.StaleConnectionError,
-    nats.errors.NoRespondersError,
-    nats.js.errors.NoStreamResponseError,
-    _Electing,
-    TimeoutError,
-)
-"""Failures an append waits out and retries."""
 
 
 @dataclass
@@ -207,12 +178,12 @@ class Appender:
         for attempt in range(self._max_attempts):
             events: list[Event] = []
             try:
-                with _electing():
+                with electing():
                     tail = writer.tail or await self._load_tail(writer)
                     _check_expected(writer.session, requests[0].expected_seq, tail.seq)
                     events = await self._sealer.seal(requests, tail.seq, tail.hash, tail.ts)
                     stream_seq = await self._publish(writer.subject, events, tail.stream_seq)
-            except _TRANSIENT as exc:
+            except TRANSIENT as exc:
                 unavailable, writer.tail = exc, None
                 if events and await self._reconcile(writer, events, attempt):
                     return events
@@ -238,7 +209,7 @@ class Appender:
         await _jitter(attempt, base=0.1)
         try:
             stored = await last_event(self._client, self._layout, writer.session)
-        except (*_TRANSIENT, MalformedMessageError):
+        except (*TRANSIENT, MalformedMessageError):
             return False
         if stored is not None and stored.event.hash == events[-1].hash:
             writer.tail = _Tail(stored.event.seq, stored.event.hash, stored.event.ts, stored.stream_seq)
@@ -319,9 +290,9 @@ class Appender:
                 _check_expected(writer.session, request.expected_seq, tail.seq)
                 (event,) = await self._sealer.seal([request], tail.seq, tail.hash, tail.ts)
                 headers = {"Nats-Msg-Id": msg_id, "Nats-Expected-Last-Subject-Sequence": str(tail.stream_seq)}
-                with _electing():
+                with electing():
                     ack = await self._js_retried.publish(writer.subject, encode_event(event), headers=headers)
-            except _TRANSIENT as exc:
+            except TRANSIENT as exc:
                 # The tail is kept: re-reading it would wait on the same leaderless stream, and a stale one
                 # fails the publish's last-sequence guard and is re-read then.
                 unavailable = exc
@@ -351,9 +322,9 @@ class Appender:
         failure: Exception | None = None
         for attempt in range(self._max_attempts):
             try:
-                with _electing():
+                with electing():
                     return await operation()
-            except _TRANSIENT as exc:
+            except TRANSIENT as exc:
                 failure = exc
                 await _unavailable_wait(attempt)
         raise BusUnavailableError(f"NATS did not answer for the idempotency bucket: {failure!r}") from failure
