@@ -21,7 +21,7 @@ from nats.js.kv import KeyValue
 from eventloom.bus.buckets import ensure_bucket
 from eventloom.bus.publish import publish_many
 from eventloom.bus.stream import StreamLayout
-from eventloom.bus.transient import TRANSIENT, electing
+from eventloom.bus.transient import TRANSIENT, electing, retried_while_electing, unavailable_wait
 from eventloom.errors import (
     BusUnavailableError,
     ConcurrencyError,
@@ -187,7 +187,7 @@ class Appender:
                 unavailable, writer.tail = exc, None
                 if events and await self._reconcile(writer, events, attempt):
                     return events
-                await _unavailable_wait(attempt)
+                await unavailable_wait(attempt)
                 continue
             except nats.js.errors.APIError as exc:
                 if exc.err_code != WRONG_LAST_SEQUENCE:
@@ -296,7 +296,7 @@ class Appender:
                 # The tail is kept: re-reading it would wait on the same leaderless stream, and a stale one
                 # fails the publish's last-sequence guard and is re-read then.
                 unavailable = exc
-                await _unavailable_wait(attempt)
+                await unavailable_wait(attempt)
                 continue  # the retry carries the same Nats-Msg-Id, so a stored first try is deduplicated
             except nats.js.errors.APIError as exc:
                 if exc.err_code != WRONG_LAST_SEQUENCE:
@@ -317,17 +317,8 @@ class Appender:
         raise ConcurrencyError(f"session {writer.session}: gave up appending idempotency key after retries")
 
     async def _transient_retried(self, operation: Callable[[], Awaitable[_T]]) -> _T:
-        """An idempotency-bucket read or write: a leader election in a cluster (a timeout, a reconnect) is
-        waited out, as for the publish itself."""
-        failure: Exception | None = None
-        for attempt in range(self._max_attempts):
-            try:
-                with electing():
-                    return await operation()
-            except TRANSIENT as exc:
-                failure = exc
-                await _unavailable_wait(attempt)
-        raise BusUnavailableError(f"NATS did not answer for the idempotency bucket: {failure!r}") from failure
+        """An idempotency-bucket read or write: a leader election is waited out, as for the publish."""
+        return await retried_while_electing(operation, "the idempotency bucket", self._max_attempts)
 
     async def _idempotency_kv(self) -> KeyValue:
         if self._kv is None:
@@ -374,11 +365,3 @@ async def _remember(kv: KeyValue, key: str, stream_seq: int) -> None:
 
 async def _jitter(attempt: int, base: float = 0.002) -> None:
     await asyncio.sleep(min(0.5, base * (2 ** min(attempt, 8))) * random.random())
-
-
-async def _unavailable_wait(attempt: int) -> None:
-    """The wait before retrying an append NATS did not answer. While a stream elects a new leader (4-9 s in
-    nats-server, and a second round can follow) a publish can be refused at once ("no responders"), so the
-    retries must span the election, not just count: quick at first, then 1.5 s apart, about 20 s over the
-    default 20 attempts."""
-    await asyncio.sleep(min(1.5, 0.1 * 2 ** min(attempt, 4)) * (0.75 + random.random() / 4))

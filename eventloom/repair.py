@@ -24,6 +24,7 @@ from nats.aio.client import Client
 
 from eventloom.bus.consumer import read_stream
 from eventloom.bus.stream import StreamLayout
+from eventloom.bus.transient import retried_while_electing
 from eventloom.chain import self_problem
 from eventloom.errors import EventloomError
 from eventloom.event import decode_event, encode_event, utc_timestamp
@@ -99,7 +100,9 @@ async def plan_repair(
 ) -> RepairReport:
     """Compare the verified ledger with the stream, per session; nothing is published."""
     ledger = await asyncio.to_thread(_read_ledger, ledger_dir, keyring, session)
-    stream = await _read_stream_sessions(client, layout, keyring, session)
+    stream = await retried_while_electing(
+        lambda: _read_stream_sessions(client, layout, keyring, session), f"stream {layout.name}"
+    )
     names = sorted(set(ledger) | set(stream))
     sessions = [_plan_session(name, ledger.get(name), stream.get(name)) for name in names]
     return _report(sessions, applied=False, ledger_dir=ledger_dir, stream=layout.name)

@@ -12,6 +12,7 @@ from nats.aio.client import Client
 
 from eventloom.bus.consumer import read_stream
 from eventloom.bus.stream import StreamLayout
+from eventloom.bus.transient import retried_while_electing
 from eventloom.chain import GENESIS, ChainBreak, ChainTip, check_link, self_problem
 from eventloom.dlq import list_dead_letters
 from eventloom.event import Event, decode_event, encode_event, utc_timestamp
@@ -242,15 +243,23 @@ async def verify_everything(
     session: str | None = None,
     wait_s: float = 10.0,
 ) -> VerifyReport:
-    await wait_for_mirror(client, layout, wait_s)
+    # Each read is asked again while a cluster elects a leader: a verify run during a failover waits it
+    # out instead of failing with a timeout.
+    await retried_while_electing(lambda: wait_for_mirror(client, layout, wait_s), "the ledger mirror")
     ledger_reports = await asyncio.to_thread(
         verify_ledger_dir, ledger_dir, keyring, session, require_file=False
     )
     ledger = {r.session: r for r in ledger_reports}
-    stream = await verify_stream(client, layout, keyring, session)
-    cleared = await cleared_digests(client)
+    stream = await retried_while_electing(
+        lambda: verify_stream(client, layout, keyring, session), f"stream {layout.name}"
+    )
+    cleared = await retried_while_electing(lambda: cleared_digests(client), "the quarantine bucket")
     letters = [
-        d for d in await list_dead_letters(client, MIRROR_CONSUMER) if not session or d.session == session
+        d
+        for d in await retried_while_electing(
+            lambda: list_dead_letters(client, MIRROR_CONSUMER), "the dead-letter stream"
+        )
+        if not session or d.session == session
     ]
     names = sorted(set(ledger) | set(stream) | {d.session or "?" for d in letters})
     reports = []

@@ -18,17 +18,17 @@ import asyncio
 import contextlib
 import sqlite3
 import time
+import traceback
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import msgspec
-import nats.errors
-import nats.js.errors
 from typer.testing import CliRunner
 
 from eventloom.bus.consumer import read_stream
+from eventloom.bus.transient import retried_while_electing
 from eventloom.chain import GENESIS, ChainBreak, ChainTip, check_next
 from eventloom.dlq import DeadLetter, list_dead_letters
 from eventloom.event import Event, decode_event
@@ -104,23 +104,8 @@ async def stream_sessions(log: EventLog) -> tuple[dict[str, list[Event]], dict[s
     return dict(sessions), undecodable
 
 
-async def _read_retried(
-    log: EventLog, timeout: float = 60.0
-) -> tuple[dict[str, list[Event]], dict[str, str]]:
-    """`stream_sessions`, tried again while JetStream is electing (after a pause the meta leader may move:
-    503 'JetStream system temporarily unavailable', or no answer for a moment)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return await stream_sessions(log)
-        except (nats.js.errors.ServiceUnavailableError, nats.errors.TimeoutError, TimeoutError):
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.5)
-
-
 async def audit(log: EventLog, acks: list[Ack]) -> tuple[Audit, dict[str, list[Event]]]:
-    stream, undecodable = await _read_retried(log)
+    stream, undecodable = await retried_while_electing(lambda: stream_sessions(log), "the stream read")
     keyring = await asyncio.to_thread(KeyStore(log.settings.data_dir).load_keyring)
     found = Audit(acked=len(acks), stream_events=sum(len(e) for e in stream.values()))
     found.chain_breaks.update(undecodable)
@@ -185,7 +170,9 @@ def cli_json(settings: Settings, *args: str) -> tuple[int, dict[str, Any]]:
     result = CliRunner().invoke(app, ["--data-dir", str(settings.data_dir), *args, "--json"])
     start = result.stdout.find("{")
     if start < 0:
-        raise AssertionError(f"eventloom {' '.join(args)}: no JSON ({result.exit_code}): {result.output}")
+        raised = "".join(traceback.format_exception(result.exception)) if result.exception else ""
+        command = " ".join(args)
+        raise AssertionError(f"eventloom {command}: no JSON ({result.exit_code}): {result.output}{raised}")
     report: dict[str, Any] = msgspec.json.decode(result.stdout[start:].encode())
     return result.exit_code, report
 

@@ -11,10 +11,12 @@ import pytest
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy
 
+from eventloom.bus import consumer as consumer_module
 from eventloom.bus.connection import connect
-from eventloom.bus.consumer import ConsumerSpec, DurableConsumer, read_stream
+from eventloom.bus.consumer import ConsumerSpec, DurableConsumer, _PullInbox, read_stream
 from eventloom.bus.embedded import EmbeddedNats
 from eventloom.bus.stream import ensure_stream, jetstream_api, partition_of
+from eventloom.errors import BusUnavailableError
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 from tests.conftest import NatsServer
@@ -121,6 +123,45 @@ async def test_read_stream_reads_from_a_stream_sequence_and_leaves_nothing_behin
     assert seen == [3, 4, 5, 6]
     info = await jetstream_api(log.client, "CONSUMER.LIST.EVENTLOOM")
     assert not info.get("consumers")
+
+
+async def test_read_stream_does_not_end_short_when_a_fetch_comes_back_empty(
+    log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fetch with nothing in it while messages are still due (a consumer on a replica catching up) is
+    not the end of the stream: a verify or a repair reading too little would report (or re-publish) what
+    is there."""
+    for n in range(6):
+        await log.append("s", "note.added", "t", {"n": n})
+    fetch, empty_fetches = _PullInbox.fetch, [0]
+
+    async def empty_after_two(self: _PullInbox, batch: int, timeout: float) -> list[Msg]:
+        if self._request >= 2 and empty_fetches[0] < 2:
+            empty_fetches[0] += 1
+            return []
+        return await fetch(self, 2, timeout)  # two at a time, so the empty ones come mid-read
+
+    monkeypatch.setattr(_PullInbox, "fetch", empty_after_two)
+    seen = [m.metadata.sequence.stream async for m in read_stream(log.client, "EVENTLOOM", ["eventloom.*.*"])]
+    assert seen == [1, 2, 3, 4, 5, 6] and empty_fetches == [2]
+
+
+async def test_read_stream_that_stalls_fails_naming_the_stream(
+    log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(3):
+        await log.append("s", "note.added", "t", {"n": n})
+
+    async def nothing(self: _PullInbox, batch: int, timeout: float) -> list[Msg]:
+        return []
+
+    monkeypatch.setattr(_PullInbox, "fetch", nothing)
+    monkeypatch.setattr(consumer_module, "_STALL_LIMIT_S", 0.2)
+    with pytest.raises(
+        BusUnavailableError, match=r"stream EVENTLOOM: the read delivered nothing .* 3 messages"
+    ):
+        async for _ in read_stream(log.client, "EVENTLOOM", ["eventloom.*.*"], idle_timeout=0.05):
+            pass
 
 
 async def test_embedded_server_reuses_its_port_and_restarts_when_killed(tmp_path: Path) -> None:

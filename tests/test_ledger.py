@@ -7,8 +7,10 @@ import contextlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import msgspec
+import nats.js.errors
 import pytest
 from nacl.signing import SigningKey
 
@@ -61,6 +63,31 @@ async def full_verify(log: EventLog):  # type: ignore[no-untyped-def]
 
 def lines_of(settings: Settings, session: str) -> list[bytes]:
     return ledger_path(settings.ledger_dir, session).read_bytes().splitlines()
+
+
+async def test_verify_waits_out_a_cluster_electing_a_leader(
+    log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """503 "JetStream system temporarily unavailable" (a failover) while verify reads: asked again, and the
+    report is the one a quiet cluster gives, not a traceback."""
+    async with running_mirror(log):
+        await append_story(log, per_session=5)
+        await caught_up(log)
+    js = log.client.jetstream()
+    stream_info, refusals = js.stream_info, [0]
+
+    async def electing_once(*args: Any, **kwargs: Any) -> Any:
+        if refusals[0] == 0:
+            refusals[0] += 1
+            raise nats.js.errors.ServiceUnavailableError(
+                code=503, err_code=10008, description="JetStream system temporarily unavailable"
+            )
+        return await stream_info(*args, **kwargs)
+
+    monkeypatch.setattr(type(js), "stream_info", lambda self, *a, **k: electing_once(*a, **k))
+    report = await full_verify(log)
+    assert refusals == [1] and report.ok, report
+    assert {s.session: s.stream_events for s in report.sessions} == {"s0": 5, "s1": 5}
 
 
 async def test_mirror_writes_every_event_once_and_verify_is_green(log: EventLog, settings: Settings) -> None:

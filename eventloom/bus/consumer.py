@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 import msgspec
 import nats.errors
@@ -14,7 +15,10 @@ import nats.js.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
+from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+from eventloom.errors import BusUnavailableError
 
 
 @dataclass(frozen=True)
@@ -202,10 +206,14 @@ async def read_stream(
     await inbox.open()
     try:
         remaining = int(info.num_pending or 0)
+        stalled_since: float | None = None
         while follow or remaining > 0:
             messages = await inbox.fetch(batch, idle_timeout)
             if not messages and not follow:
-                return
+                remaining = await _still_pending(js, stream, info.name, remaining, stalled_since)
+                stalled_since = stalled_since or asyncio.get_running_loop().time()
+                continue
+            stalled_since = None
             for message in messages:
                 remaining = int(message.metadata.num_pending)
                 yield message
@@ -213,3 +221,23 @@ async def read_stream(
         await inbox.close()
         with contextlib.suppress(nats.errors.Error, nats.js.errors.Error):
             await js.delete_consumer(stream, info.name)  # otherwise it expires after inactive_threshold
+
+
+_STALL_LIMIT_S: Final = 20.0
+
+
+async def _still_pending(
+    js: JetStreamContext, stream: str, consumer: str, remaining: int, stalled_since: float | None
+) -> int:
+    """After a fetch that brought nothing while `remaining` were due: how many the consumer still has to
+    deliver (0 ends the read: they were removed meanwhile). A read never ends short in silence: a consumer
+    whose replica is catching up is waited for, and one that delivers nothing for `_STALL_LIMIT_S` fails
+    the read, as a verify or a repair reading too little would report (or re-publish) what is there."""
+    pending = int((await js.consumer_info(stream, consumer)).num_pending or 0)
+    stalled_s = asyncio.get_running_loop().time() - stalled_since if stalled_since is not None else 0.0
+    if pending and stalled_s > _STALL_LIMIT_S:
+        raise BusUnavailableError(
+            f"stream {stream}: the read delivered nothing for {stalled_s:.0f}s with {pending} messages "
+            f"still to come (of {remaining} expected)"
+        )
+    return pending
