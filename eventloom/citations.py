@@ -10,6 +10,7 @@ Each event type says what it cites through a function registered here (plug-ins 
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -98,19 +99,56 @@ Lookup = Callable[[str, int], Awaitable[str | None]]
 """(session, seq) -> the hash of that event in the log, or None when there is no such event."""
 
 
+class KnownHashes:
+    """The hashes of events this process has verified or read, by (session, seq), least recently used
+    dropped past `limit`.
+
+    One is shared by every consumer of a process (`EventLog.known_hashes`): each event is held once, not
+    once per consumer, and a citation or a predecessor one consumer has checked costs the others no read
+    from the stream. Only hashes of events that passed their own checks go in: the log never changes an
+    event, so a remembered hash stays true. A hash is kept as its 32 bytes (a third of the hex string).
+    """
+
+    def __init__(self, limit: int = 100_000) -> None:
+        self._hashes: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+        self._limit = limit
+
+    def __len__(self) -> int:
+        return len(self._hashes)
+
+    def remember(self, session: str, seq: int, event_hash: str) -> None:
+        try:
+            digest = bytes.fromhex(event_hash)
+        except ValueError:
+            return  # no event has such a hash: nothing worth remembering
+        key = (sys.intern(session), seq)
+        self._hashes[key] = digest
+        self._hashes.move_to_end(key)
+        while len(self._hashes) > self._limit:
+            self._hashes.popitem(last=False)
+
+    def recall(self, session: str, seq: int) -> str | None:
+        """The hash of `session`'s event `seq`, or None when it is not known here."""
+        key = (session, seq)
+        found = self._hashes.get(key)
+        if found is None:
+            return None
+        self._hashes.move_to_end(key)
+        return found.hex()
+
+
 class CitationChecker:
-    """Checks citations against the log through `lookup`, remembering the hashes it has seen.
+    """Checks citations against the log through `lookup`, remembering the hashes it has seen in `known`.
 
     Events a consumer has verified are recorded with `saw`, so a citation of a recent event costs nothing.
     """
 
-    def __init__(self, lookup: Lookup, *, remembered: int = 100_000) -> None:
+    def __init__(self, lookup: Lookup, known: KnownHashes | None = None) -> None:
         self._lookup = lookup
-        self._known: OrderedDict[tuple[str, int], str | None] = OrderedDict()
-        self._remembered = remembered
+        self.known = known if known is not None else KnownHashes()
 
     def saw(self, event: Event) -> None:
-        self._remember((event.session, event.seq), event.hash)
+        self.known.remember(event.session, event.seq, event.hash)
 
     async def problem(self, event: Event) -> str | None:
         """None when every event `event` cites exists with the cited hash; else why not."""
@@ -118,13 +156,11 @@ class CitationChecker:
         if early is not None:
             return early
         for item in cited_events(event):
-            key = (item.session, item.seq)
-            if key in self._known:
-                found = self._known[key]
-                self._known.move_to_end(key)
-            else:
+            found = self.known.recall(item.session, item.seq)
+            if found is None:
                 found = await self._lookup(item.session, item.seq)
-                self._remember(key, found)
+                if found is not None:
+                    self.known.remember(item.session, item.seq, found)
             if found is None:
                 return (
                     f"{UNCITED}: payload.{item.field} cites {item.uri}, but session {item.session} "
@@ -136,12 +172,6 @@ class CitationChecker:
                     f"{item.session} has hash {found[:12]}, not {item.hash[:12]}"
                 )
         return None
-
-    def _remember(self, key: tuple[str, int], event_hash: str | None) -> None:
-        self._known[key] = event_hash
-        self._known.move_to_end(key)
-        while len(self._known) > self._remembered:
-            self._known.popitem(last=False)
 
 
 def _evidence(event: Event, items: Iterable[Evidence], field: str = "evidence") -> list[Cited]:

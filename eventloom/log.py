@@ -12,6 +12,7 @@ from eventloom.appender import Appender
 from eventloom.bus.connection import connect, credentials_of
 from eventloom.bus.consumer import read_stream
 from eventloom.bus.stream import StreamLayout, ensure_stream
+from eventloom.citations import KnownHashes
 from eventloom.event import Event, decode_event
 from eventloom.keys import KeyStore, Signer
 from eventloom.request import AppendRequest
@@ -27,6 +28,8 @@ class EventLog:
         self.layout = layout
         self.settings = settings
         self.signer = signer
+        self.known_hashes = KnownHashes()
+        """The hashes of events this process's consumers have verified: one cache for all of them."""
         self.appender = Appender(
             client, layout, signer, keys=KeyStore(settings.data_dir), replicas=settings.replicas
         )

@@ -20,7 +20,7 @@ from nats.aio.client import Client
 from eventloom.bus.stream import StreamLayout
 from eventloom.chain import GENESIS, ChainBreak, ChainTip, check_link, self_problem
 from eventloom.checks import EventChecker
-from eventloom.citations import CitationChecker
+from eventloom.citations import CitationChecker, KnownHashes
 from eventloom.errors import EventloomError
 from eventloom.event import Event
 from eventloom.keys import Keyring, KeyStore
@@ -35,14 +35,17 @@ UNVERIFIED = "unverified"
 class EventVerifier:
     """Checks batches of events in stream order; remembers each session's last verified event."""
 
-    def __init__(self, keys: KeyStore, client: Client, layout: StreamLayout) -> None:
+    def __init__(
+        self, keys: KeyStore, client: Client, layout: StreamLayout, known: KnownHashes | None = None
+    ) -> None:
+        """`known`: the hashes this process has verified, shared by its consumers (one of its own if None)."""
         self._keys = keys
         self._client = client
         self._layout = layout
         self._keyring = Keyring()
         self._tips: dict[str, ChainTip] = {}
         self._checker: EventChecker | None = None
-        self._citations = CitationChecker(self._cited_hash)
+        self._citations = CitationChecker(self._cited_hash, known)
 
     async def open(self) -> None:
         self._keyring = await asyncio.to_thread(self._keys.load_keyring)
@@ -99,6 +102,9 @@ class EventVerifier:
         not be read (the event's own hash and signature were checked; its link is then taken on trust)."""
         if event.seq == 1:
             return GENESIS
+        known = self._citations.known.recall(event.session, event.seq - 1)
+        if known is not None:  # verified here already, by this consumer or another
+            return ChainTip(event.seq - 1, known)
         try:
             stored = await event_by_seq(
                 self._client, self._layout, event.session, event.seq - 1, self._own_problem
@@ -110,6 +116,7 @@ class EventVerifier:
             return None
         if stored is None:
             return f"{UNVERIFIED}: session {event.session} has no valid seq {event.seq - 1} before it"
+        self._citations.saw(stored.event)
         return ChainTip(stored.event.seq, stored.event.hash)
 
     def _own_problem(self, event: Event) -> str | None:

@@ -51,6 +51,7 @@ def projector_runner(
         keys=KeyStore(settings.data_dir),
         on_trouble=on_trouble,
         lease=ConsumerLease(log.client, consumer, settings.projector_lease_s, replicas=settings.replicas),
+        known=log.known_hashes,
     )
 
 
@@ -115,4 +116,5 @@ def producer_runner(log: EventLog, names: list[str], partitions: list[int] | Non
         options=worker_options(log.settings),
         role="producer",
         keys=KeyStore(log.settings.data_dir),
+        known=log.known_hashes,
     )

@@ -22,6 +22,7 @@ from nats.aio.msg import Msg
 
 from eventloom.bus.consumer import ConsumerSpec, DurableConsumer
 from eventloom.bus.stream import StreamLayout
+from eventloom.citations import KnownHashes
 from eventloom.dlq import forget_dead_letter, take_retry_requests
 from eventloom.errors import ReadModelBrokenError, ReadModelUnavailableError
 from eventloom.event import decode_event
@@ -60,13 +61,14 @@ class ProjectorRunner:
         keys: KeyStore,
         on_trouble: TroubleListener | None = None,
         lease: ConsumerLease | None = None,
+        known: KnownHashes | None = None,
     ) -> None:
         self._client = client
         self.lease = lease
         """Held while this worker applies; without one (rebuilds), it applies whenever it runs."""
         self._on_trouble = on_trouble
         self.trouble: str | None = None  # why the read model cannot be written now (None: it can)
-        self._verifier = EventVerifier(keys, client, layout)
+        self._verifier = EventVerifier(keys, client, layout, known)
         self._layout = layout
         self.projector = projector
         self._next_retry_check = 0.0

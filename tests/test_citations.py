@@ -8,9 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eventloom.citations import UNCITED, CitationChecker, cited_events
+from eventloom import tail, trust
+from eventloom.citations import UNCITED, CitationChecker, KnownHashes, cited_events
 from eventloom.errors import EventValidationError
 from eventloom.event import Event
+from eventloom.keys import KeyStore
+from eventloom.log import EventLog
+from eventloom.request import AppendRequest
 from eventloom.schemas import decode_payload, validate_payload
 from eventloom.schemas.catalogue import (
     CausalEdgeGenerated,
@@ -20,6 +24,7 @@ from eventloom.schemas.catalogue import (
     ConsolidationCandidateReviewed,
     ConsolidationCandidateReviewedV1,
 )
+from eventloom.trust import EventVerifier
 from tests.test_graph_support import SessionLog
 
 pytestmark = pytest.mark.anyio
@@ -151,3 +156,70 @@ async def test_the_checker_remembers_events_it_saw_and_looks_up_the_rest_once() 
     seen.saw(cause)
     assert await seen.problem(edges[0]) is None
     assert calls == [("s1", 1)]
+
+
+async def test_checkers_sharing_known_hashes_look_each_event_up_once_between_them() -> None:
+    """A process's consumers share one `KnownHashes`: what one saw or read, the others do not read again."""
+    log = SessionLog("s1")
+    cause = log.add("decision.made", {"decision_id": "d1", "title": "ship v2"})
+    other = log.add("decision.made", {"decision_id": "d2", "title": "ship v3"})
+    edge = log.add(
+        "causal.edge.generated",
+        causal([{"event_seq": s.seq, "event_hash": s.hash} for s in (cause, other)]),
+    )
+    calls: list[tuple[str, int]] = []
+    inner = lookup_in(log.events)
+
+    async def counting(session: str, seq: int) -> str | None:
+        calls.append((session, seq))
+        found: str | None = await inner(session, seq)
+        return found
+
+    shared = KnownHashes()
+    first, second = CitationChecker(counting, shared), CitationChecker(counting, shared)
+    first.saw(cause)
+    assert await first.problem(edge) is None and calls == [("s1", 2)]
+    assert await second.problem(edge) is None and calls == [("s1", 2)]
+    assert shared.recall("s1", 1) == cause.hash and len(shared) == 2
+
+
+def test_known_hashes_drop_the_least_recently_used_past_their_limit() -> None:
+    known = KnownHashes(limit=2)
+    hashes = {seq: f"{seq:064x}" for seq in (1, 2, 3)}
+    known.remember("s", 1, hashes[1])
+    known.remember("s", 2, hashes[2])
+    assert known.recall("s", 1) == hashes[1]  # 1 is now the most recently used
+    known.remember("s", 3, hashes[3])
+    assert [known.recall("s", seq) for seq in (1, 2, 3)] == [hashes[1], None, hashes[3]]
+    known.remember("s", 4, "not a hash")  # no event has it: not remembered, nothing dropped
+    assert len(known) == 2 and known.recall("s", 4) is None
+
+
+async def test_verifiers_sharing_known_hashes_anchor_a_session_without_reading_the_stream(
+    log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second consumer to meet a session mid-way takes its predecessor from what the first verified,
+    instead of reading it from the stream (after a restart every consumer meets every session so)."""
+    events = await log.append_many(
+        [AppendRequest(session="s", type="note.added", actor="t", payload={"n": n}) for n in range(4)]
+    )
+    reads: list[tuple[str, int]] = []
+    read = tail.event_by_seq
+
+    async def counting(client: Any, layout: Any, session: str, seq: int, *rest: Any) -> Any:
+        reads.append((session, seq))
+        return await read(client, layout, session, seq, *rest)
+
+    monkeypatch.setattr(trust, "event_by_seq", counting)  # as the verifier imported it
+    shared = KnownHashes()
+    first, second = (
+        EventVerifier(KeyStore(log.settings.data_dir), log.client, log.layout, shared) for _ in "12"
+    )
+    await first.open()
+    await second.open()
+    try:
+        assert await first.verify(events[1:3]) == [None, None] and reads == [("s", 1)]
+        assert await second.verify(events[3:]) == [None] and reads == [("s", 1)]
+    finally:
+        first.close()
+        second.close()
