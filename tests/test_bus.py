@@ -6,12 +6,14 @@ import asyncio
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy
 
 from eventloom.bus import consumer as consumer_module
+from eventloom.bus import stream as stream_module
 from eventloom.bus.connection import connect
 from eventloom.bus.consumer import ConsumerSpec, DurableConsumer, _PullInbox, read_stream
 from eventloom.bus.embedded import EmbeddedNats
@@ -188,3 +190,21 @@ async def test_embedded_server_reuses_its_port_and_restarts_when_killed(tmp_path
     assert await second.start() == url  # remembered in <data>/nats/port
     await second.stop()
     assert "127.0.0.1" in (tmp_path / "nats" / "nats.conf").read_text()
+
+
+async def test_stream_info_asks_again_while_the_stream_elects_a_leader(
+    log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 503 "JetStream system temporarily unavailable" answer (a failover) is asked again, not taken for
+    the stream's answer ("stream EVENTLOOM: ... nothing appended yet?")."""
+    ask, answers = stream_module.jetstream_api, [0]
+
+    async def electing_once(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        answers[0] += 1
+        if answers[0] == 1:
+            return {"error": {"code": 503, "err_code": 10008, "description": "temporarily unavailable"}}
+        return await ask(*args, **kwargs)
+
+    monkeypatch.setattr(stream_module, "jetstream_api", electing_once)
+    layout = await stream_module.describe_stream(log.client, "EVENTLOOM")
+    assert answers == [2] and layout.partitions == log.layout.partitions

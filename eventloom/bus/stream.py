@@ -11,6 +11,7 @@ import nats.errors
 from nats.aio.client import Client
 
 from eventloom.bus.replicas import placed, replicas_error
+from eventloom.bus.transient import JETSTREAM_UNAVAILABLE
 from eventloom.errors import EventloomError
 from eventloom.settings import Settings
 
@@ -61,14 +62,19 @@ _INFO_TIMEOUT_S: Final = 2.0
 
 async def stream_info(client: Client, name: str) -> dict[str, Any]:
     """`STREAM.INFO` for `name`, asked again while nobody answers: a replicated stream electing a leader
-    (a server just died or restarted) leaves the request unanswered rather than refusing it."""
+    (a server just died or restarted) leaves the request unanswered rather than refusing it, or answers
+    503 "JetStream system temporarily unavailable"."""
     for attempt in range(_INFO_ATTEMPTS):
         try:
-            return await jetstream_api(client, f"STREAM.INFO.{name}", timeout=_INFO_TIMEOUT_S)
+            info = await jetstream_api(client, f"STREAM.INFO.{name}", timeout=_INFO_TIMEOUT_S)
         except (nats.errors.TimeoutError, nats.errors.NoRespondersError):
             if attempt == _INFO_ATTEMPTS - 1:
                 raise
-            await asyncio.sleep(0.2)
+        else:
+            electing = (info.get("error") or {}).get("err_code") == JETSTREAM_UNAVAILABLE
+            if not electing or attempt == _INFO_ATTEMPTS - 1:
+                return info
+        await asyncio.sleep(0.2)
     raise AssertionError("unreachable")
 
 
