@@ -133,3 +133,11 @@ def test_cli_start_benchmark_reports_each_command_next_to_the_raw_interpreter() 
     }  # fmt: skip
     assert 0 < report["raw_python_start_s"]["p50"] < report["seconds"]["eventloom status"]["p50"]
     assert set(report["median_over_raw_s"]) == set(report["seconds"])
+
+
+def test_known_hashes_benchmark_reports_the_shared_memory_below_one_copy_per_consumer() -> None:
+    report = run_bench("known_hashes.py", "--events", "2000", "--consumers", "3")
+    assert report["events"] == 2000 and report["consumers"] == 3
+    each, shared = report["mb_one_each"], report["mb_shared"]
+    assert isinstance(each, float) and isinstance(shared, float)
+    assert 0 < shared < each / 2  # three copies against one
