@@ -8,6 +8,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 import msgspec
 from nats.aio.client import Client
@@ -34,6 +35,8 @@ from eventloom.ledger.manifest import ManifestError, losses, read_manifest, sign
 
 MIRROR_CONSUMER = "ledger-mirror"
 MANIFEST_EVERY_S = 1.0
+_REFETCH_ATTEMPTS: Final = 5
+_REFETCH_WAIT_S: Final = 0.5
 log = logging.getLogger(__name__)
 
 
@@ -105,6 +108,7 @@ class LedgerMirror:
         self._manifest_at = float("-inf")
         self.disk = DiskFullWatch(ledger_dir, on_trouble)
         self._stop = asyncio.Event()
+        self._open_gaps: set[str] = set()  # sessions whose gap reading the stream again did not fill
 
     async def start(self) -> None:
         """Repair torn tails, load every session's tip, report what the files lost against the signed
@@ -119,7 +123,7 @@ class LedgerMirror:
         for subject, count in counts.items():
             session = subject.rsplit(".", 1)[-1]
             if count > self._tips.get(session, GENESIS).seq:
-                await self._refetch(session, before_stream_seq=None)
+                await self._refetch_once(session, before_stream_seq=None)
         await asyncio.to_thread(self._write_manifest)
         await self._consumer.open()
 
@@ -186,7 +190,7 @@ class LedgerMirror:
             if event.seq > next_seq:
                 await self._verify_and_write(incoming[segment_start:index])
                 segment_start = index
-                await self._refetch(session, before_stream_seq=item.message.metadata.sequence.stream)
+                await self._refetch(session, item.message.metadata.sequence.stream, wanted_seq=event.seq)
                 next_seq = self._tips.get(session, GENESIS).seq + 1
             expected[session] = max(next_seq, event.seq + 1)
         await self._verify_and_write(incoming[segment_start:])
@@ -263,8 +267,29 @@ class LedgerMirror:
             self._write_manifest()  # after the fsync: it never names more than the files hold
         return failures
 
-    async def _refetch(self, session: str, before_stream_seq: int | None) -> None:
-        """Fill a gap between the ledger file and the stream straight from the stream."""
+    async def _refetch(self, session: str, before_stream_seq: int, wanted_seq: int) -> None:
+        """Fill a gap between the ledger file and the stream straight from the stream, up to `wanted_seq`.
+
+        A read can come back short for a moment after a fault (a consumer on a replica that says it is
+        current before it has every message): asked again a few times before the events after the gap are
+        dead-lettered, which is for a gap the stream really has."""
+        attempts = 1 if session in self._open_gaps else _REFETCH_ATTEMPTS  # a real gap waits once only
+        for attempt in range(attempts):
+            await self._refetch_once(session, before_stream_seq)
+            if self._tips.get(session, GENESIS).seq + 1 >= wanted_seq:
+                self._open_gaps.discard(session)
+                return
+            if attempt + 1 < attempts and not self._stop.is_set():
+                log.warning(
+                    "ledger mirror: session %s still lacks seq %s..%s after reading the stream; again",
+                    session,
+                    self._tips.get(session, GENESIS).seq + 1,
+                    wanted_seq - 1,
+                )
+                await asyncio.sleep(_REFETCH_WAIT_S * (attempt + 1))
+        self._open_gaps.add(session)
+
+    async def _refetch_once(self, session: str, before_stream_seq: int | None) -> None:
         tip = self._tips.get(session, GENESIS)
         batch: list[_Incoming] = []
         async for message in read_stream(
