@@ -208,3 +208,25 @@ async def test_stream_info_asks_again_while_the_stream_elects_a_leader(
     monkeypatch.setattr(stream_module, "jetstream_api", electing_once)
     layout = await stream_module.describe_stream(log.client, "EVENTLOOM")
     assert answers == [2] and layout.partitions == log.layout.partitions
+
+
+async def test_read_stream_makes_a_consumer_again_that_counts_fewer_messages_than_the_leader(
+    log: EventLog, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A consumer on a replica that lacks messages (after store damage it says it is current a moment too
+    soon) counts fewer than the stream's leader: it is made again instead of read short."""
+    for n in range(4):
+        await log.append("s", "note.added", "t", {"n": n})
+    counts, asked = stream_module.subject_counts, [0]
+
+    async def one_more_at_first(client: Any, stream: str, subject: str) -> dict[str, int]:
+        asked[0] += 1
+        found = await counts(client, stream, subject)
+        return {**found, "eventloom.lost.x": 1} if asked[0] == 1 else found
+
+    monkeypatch.setattr(consumer_module, "subject_counts", one_more_at_first)
+    seen = [m.metadata.sequence.stream async for m in read_stream(log.client, "EVENTLOOM", ["eventloom.*.*"])]
+    assert seen == [1, 2, 3, 4] and asked == [2]
+    assert "counts 4 of the leader's 5 messages" in caplog.text
+    info = await jetstream_api(log.client, "CONSUMER.LIST.EVENTLOOM")
+    assert not info.get("consumers")  # the first one was deleted, not left to expire

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -16,9 +17,12 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.api import AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy
 
-from eventloom.errors import BusUnavailableError
+from eventloom.bus.stream import subject_counts
+from eventloom.errors import BusUnavailableError, EventloomError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -201,7 +205,10 @@ async def read_stream(
         inactive_threshold=30.0,
         mem_storage=True,
     )
-    info = await js.add_consumer(stream, config)
+    if start_stream_seq > 1 or follow:
+        info = await js.add_consumer(stream, config)
+    else:
+        info = await _complete_consumer(client, stream, config, subjects)
     inbox = _PullInbox(client, stream, info.name)
     await inbox.open()
     try:
@@ -221,6 +228,42 @@ async def read_stream(
         await inbox.close()
         with contextlib.suppress(nats.errors.Error, nats.js.errors.Error):
             await js.delete_consumer(stream, info.name)  # otherwise it expires after inactive_threshold
+
+
+_COMPLETE_ATTEMPTS: Final = 8
+
+
+async def _complete_consumer(
+    client: Client, stream: str, config: ConsumerConfig, subjects: Sequence[str]
+) -> ConsumerInfo:
+    """An ephemeral consumer that has every message the stream's leader counts on `subjects`.
+
+    Right after a fault, a consumer placed on a replica that says it is current before it has every message
+    (seen after a truncated `.blk`) counts fewer, reads fewer, and calls that the end: such a consumer is
+    made again a moment later. After `_COMPLETE_ATTEMPTS` the last one is read as it is (the callers that
+    must not read short, `verify` and the ledger mirror, read again when a session comes back short)."""
+    js = client.jetstream()
+    info = await js.add_consumer(stream, config)
+    for attempt in range(_COMPLETE_ATTEMPTS):
+        try:
+            counted = [await subject_counts(client, stream, subject) for subject in subjects]
+        except EventloomError:
+            return info  # the leader did not say (electing): nothing to compare with
+        expected = sum(sum(counts.values()) for counts in counted)
+        if int(info.num_pending or 0) >= expected:
+            return info
+        log.warning(
+            "stream %s: a new consumer counts %s of the leader's %s messages on %s; made again",
+            stream,
+            info.num_pending,
+            expected,
+            ", ".join(subjects),
+        )
+        with contextlib.suppress(nats.errors.Error, nats.js.errors.Error):
+            await js.delete_consumer(stream, info.name)
+        await asyncio.sleep(0.2 * (attempt + 1))
+        info = await js.add_consumer(stream, config)
+    return info
 
 
 _STALL_LIMIT_S: Final = 20.0
