@@ -6,9 +6,7 @@ import asyncio
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-import nats.js.errors
 import pytest
 
 from eventloom.chain import GENESIS, check_next
@@ -19,6 +17,7 @@ from eventloom.log import EventLog
 from eventloom.request import AppendRequest
 from eventloom.settings import Settings
 from eventloom.tail import event_by_seq
+from tests.electing import electing_once
 
 pytestmark = pytest.mark.anyio
 HERE = Path(__file__).resolve().parent
@@ -227,19 +226,8 @@ async def test_a_jetstream_briefly_unavailable_is_waited_out_not_refused(
 ) -> None:
     """503 "JetStream system temporarily unavailable" comes while a cluster elects a leader: retried, and
     the append lands once, as for a timeout."""
-    js = log.appender._js_retried
-    publish = js.publish
-    refusals = [0]
-
-    async def unavailable_once(*args: Any, **kwargs: Any) -> Any:
-        if refusals[0] == 0:
-            refusals[0] += 1
-            raise nats.js.errors.ServiceUnavailableError(
-                code=503, err_code=10008, description="JetStream system temporarily unavailable"
-            )
-        return await publish(*args, **kwargs)
-
-    monkeypatch.setattr(js, "publish", unavailable_once)
+    js, refusals = log.appender._js_retried, [0]
+    monkeypatch.setattr(js, "publish", electing_once(js.publish, refusals))
     event = await log.append("elect", "note.added", "agent:t", {"text": "x"}, idempotency_key="k1")
     again = await log.append("elect", "note.added", "agent:t", {"text": "x"}, idempotency_key="k1")
     assert refusals == [1] and again.hash == event.hash and event.seq == 1

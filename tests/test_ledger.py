@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import nats.js.errors
 import pytest
 from nacl.signing import SigningKey
 
@@ -28,6 +27,7 @@ from eventloom.request import AppendRequest
 from eventloom.settings import Settings
 from eventloom.verify import verify_everything, verify_ledger_dir, wait_for_mirror
 from tests.conftest import run_cli
+from tests.electing import electing_once
 
 pytestmark = pytest.mark.anyio
 
@@ -76,18 +76,9 @@ async def test_verify_waits_out_a_cluster_electing_a_leader(
     async with running_mirror(log):
         await append_story(log, per_session=5)
         await caught_up(log)
-    js = log.client.jetstream()
-    stream_info, refusals = js.stream_info, [0]
-
-    async def electing_once(*args: Any, **kwargs: Any) -> Any:
-        if refusals[0] == 0:
-            refusals[0] += 1
-            raise nats.js.errors.ServiceUnavailableError(
-                code=503, err_code=10008, description="JetStream system temporarily unavailable"
-            )
-        return await stream_info(*args, **kwargs)
-
-    monkeypatch.setattr(type(js), "stream_info", lambda self, *a, **k: electing_once(*a, **k))
+    js, refusals = log.client.jetstream(), [0]
+    stream_info = electing_once(js.stream_info, refusals)
+    monkeypatch.setattr(type(js), "stream_info", lambda self, *a, **k: stream_info(*a, **k))
     report = await full_verify(log)
     assert refusals == [1] and report.ok, report
     assert {s.session: s.stream_events for s in report.sessions} == {"s0": 5, "s1": 5}
