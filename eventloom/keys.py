@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import hashlib
 import os
+import secrets
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -201,11 +202,23 @@ def _now() -> str:
 
 def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
     """Replace `path` with `data` whole (fsynced), created with `mode` so a secret is never readable."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with contextlib.suppress(FileNotFoundError):
-        tmp.unlink()
-    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+
+    def write(tmp: Path) -> None:
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    replace_atomically(path, write)
+
+
+def replace_atomically(path: Path, make: Callable[[Path], object]) -> None:
+    """`make` a file (or a link) under a name no other process or thread uses, then rename it over `path`.
+    Two writers at once each rename a whole one of their own; neither finds the other's half-made one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        make(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -11,6 +11,7 @@ from typing import Literal
 import msgspec
 
 from eventloom.errors import EventloomError, NodeNotRunningError
+from eventloom.keys import replace_atomically
 from eventloom.settings import Settings
 
 LOCK_NAME = "node.lock"
@@ -55,9 +56,8 @@ class RuntimeInfo(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def write_runtime(path: Path, info: RuntimeInfo) -> None:
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_bytes(msgspec.json.format(msgspec.json.encode(info), indent=2) + b"\n")
-    os.replace(tmp, path)
+    body = msgspec.json.format(msgspec.json.encode(info), indent=2) + b"\n"
+    replace_atomically(path, lambda tmp: tmp.write_bytes(body))
 
 
 def read_runtime(path: Path) -> RuntimeInfo | None:

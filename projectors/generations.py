@@ -7,12 +7,13 @@ it: the stream sequence the live projector must continue from after it reopens t
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
 
 import msgspec
+
+from eventloom.keys import replace_atomically
 
 _GENERATION = re.compile(r"^gen-(\d+)$")
 
@@ -33,7 +34,11 @@ class Generations:
         if not self.current_link.exists():
             first = self.state_dir / "gen-1"
             first.mkdir(parents=True, exist_ok=True)
-            self._point_at(first)
+            try:  # created in one step: two workers starting at once both find generation 1
+                self.current_link.symlink_to(first.name)
+            except FileExistsError:
+                if not self.current_link.exists():  # a link left pointing at a deleted generation
+                    self._point_at(first)
         return self.current_link.resolve()
 
     def live(self) -> Path | None:
@@ -56,9 +61,7 @@ class Generations:
         """Make `generation` the live one; the old one is kept until the next rebuild prunes it."""
         number = int(_GENERATION.match(generation.name).group(1))  # type: ignore[union-attr]
         record = msgspec.json.encode(SwapRecord(number, resume_stream_seq))
-        tmp = self.record_path.with_suffix(".tmp")
-        tmp.write_bytes(record)
-        os.replace(tmp, self.record_path)
+        replace_atomically(self.record_path, lambda tmp: tmp.write_bytes(record))
         self._point_at(generation)
 
     def last_swap(self) -> SwapRecord | None:
@@ -88,8 +91,5 @@ class Generations:
                 shutil.rmtree(path, ignore_errors=True)
 
     def _point_at(self, generation: Path) -> None:
-        tmp = self.state_dir / "current.tmp"
-        if tmp.is_symlink() or tmp.exists():
-            tmp.unlink()
-        tmp.symlink_to(generation.name)
-        os.replace(tmp, self.current_link)  # atomic: readers see the old or the new target, never neither
+        # atomic: readers see the old or the new target, never neither
+        replace_atomically(self.current_link, lambda tmp: tmp.symlink_to(generation.name))

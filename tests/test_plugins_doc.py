@@ -220,6 +220,9 @@ async def test_two_cli_workers_on_disjoint_partitions_project_everything_once(
         await append_notes(log, sessions=12, per_session=1)  # both keep going while they run
         for spec in ("0-7", "8-15"):
             await drained(log, f"projector-{PROJECTOR}-p{spec}")
+    except AssertionError as exc:  # what the workers said is the lead
+        logs = {spec: (tmp_path / f"worker-{spec}.log").read_text() for spec in ("0-7", "8-15")}
+        raise AssertionError(f"{exc}; the workers' output: {logs}") from exc
     finally:
         for process, _ in workers:
             process.send_signal(signal.SIGINT)
