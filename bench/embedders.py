@@ -7,7 +7,10 @@ Texts are the questions and turns of a LoCoMo- or LongMemEval-format file (defau
 - `load_s`: the first `embed` of the process (the model is read then);
 - `sentences_per_s`: questions embedded in batches of 64 (after one warm-up batch), for at least 3 s;
 - `turns_per_s`: the dataset's turns, whole, in batches of 64;
-- `query_ms`: one question alone (what a query pays), p50 and p95.
+- `query_ms`: one question alone (what a query pays), p50 and p95;
+- `rss_growth_mb`: how much this process's resident memory grew over `--distinct` distinct texts of
+  `bench/corpus.py` embedded in batches of 1,000, as the vector projector does (what an embedder keeps, its
+  tokenizer's caches say; after a collection and `malloc_trim`).
 
 Retrieval quality per embedder is `lane:vector` in `bench/retrieval.py --embedder NAME`.
 """
@@ -23,13 +26,15 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from common import console, machine, percentiles, server_binary_version
+from common import console, machine, own_rss_mb, percentiles, server_binary_version
+from corpus import Corpus
 from datasets import load_dataset
 
 from readmodels.vector.embedders import EmbedderError, available_embedders, load_embedder, tag
 
 FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "retrieval" / "locomo_mini.json"
 BATCH = 64
+DISTINCT_BATCH = 1000
 MIN_SECONDS = 3.0
 
 
@@ -38,6 +43,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dataset", type=Path, default=FIXTURE, help="where the texts come from")
     parser.add_argument("--embedders", default=None, help="comma-separated (default: every installed one)")
     parser.add_argument("--turns", type=int, default=1000, help="turns to embed for turns_per_s")
+    parser.add_argument("--distinct", type=int, default=20_000, help="distinct texts for rss_growth_mb")
     parser.add_argument("--json", action="store_true", help="accepted for symmetry: output is always JSON")
     return parser.parse_args(argv)
 
@@ -55,7 +61,16 @@ def rate(embed: Any, texts: Sequence[str], min_seconds: float) -> float:
             return round(done / elapsed, 1)
 
 
-def measure(name: str, questions: Sequence[str], turns: Sequence[str]) -> dict[str, Any]:
+def rss_growth_mb(embed: Any, count: int) -> float:
+    """Resident memory gained over `count` distinct texts, embedded 1,000 at a time."""
+    corpus = Corpus(seed=11)
+    before = own_rss_mb()
+    for start in range(0, count, DISTINCT_BATCH):
+        embed([corpus.sentence(20, 60) for _ in range(min(DISTINCT_BATCH, count - start))])
+    return round(own_rss_mb() - before, 1)
+
+
+def measure(name: str, questions: Sequence[str], turns: Sequence[str], distinct: int) -> dict[str, Any]:
     try:
         embedder = load_embedder(name)
         started = time.perf_counter()
@@ -75,6 +90,7 @@ def measure(name: str, questions: Sequence[str], turns: Sequence[str]) -> dict[s
         "sentences_per_s": rate(embedder.embed, questions, MIN_SECONDS),
         "turns_per_s": rate(embedder.embed, turns, 0.0),
         "query_ms": percentiles(single),
+        "rss_growth_mb": rss_growth_mb(embedder.embed, distinct),
     }
 
 
@@ -88,7 +104,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for name in names:
         console.print(f"embedding with {name} ...")
-        results[name] = measure(name.strip(), questions, turns)
+        results[name] = measure(name.strip(), questions, turns, args.distinct)
     return {
         "benchmark": "embedders",
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -98,6 +114,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         "batch": BATCH,
         "questions": len(set(questions)),
         "turns": len(turns),
+        "distinct": args.distinct,
         "embedders": results,
     }
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ctypes
-import gc
 import sys
 import tempfile
 import time
@@ -20,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from common import console, progress_bar
+from common import console, own_rss_mb, progress_bar
 from corpus import Corpus
 
 from readmodels.documents import EventDocs, MemoryDoc
@@ -38,15 +36,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=200, help="questions asked after loading (200)")
     parser.add_argument("--json", action="store_true", help="accepted for symmetry: output is always JSON")
     return parser.parse_args(argv)
-
-
-def rss_mb() -> float:
-    gc.collect()
-    ctypes.CDLL("libc.so.6").malloc_trim(0)  # what the node does every 30 s: freed pages go back
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("VmRSS missing from /proc/self/status")
 
 
 def batch(corpus: Corpus, begin: int, end: int) -> list[EventDocs]:
@@ -69,7 +58,7 @@ async def measure(args: argparse.Namespace, path: Path) -> dict[str, Any]:
     embedder = load_embedder("hash", args.dimensions)
     store = SqliteVectorStore(path, embedder)
     await store.open()
-    start = rss_mb()
+    start = own_rss_mb()
     with progress_bar() as bar:
         task = bar.add_task("documents", total=args.count, rate="")
         for begin in range(0, args.count, BATCH):
@@ -77,18 +66,18 @@ async def measure(args: argparse.Namespace, path: Path) -> dict[str, Any]:
             await store.apply("vector", events)
             bar.advance(task, len(events))
         del events
-    loaded = rss_mb()
+    loaded = own_rss_mb()
     began = time.perf_counter()
     for i, question in enumerate(questions):
         await store.search(question, session=corpus.sessions[i % SESSIONS] if i % 2 else None)
     per_query_ms = (time.perf_counter() - began) * 1000 / max(1, len(questions))
-    queried = rss_mb()
+    queried = own_rss_mb()
     await store.close()
     del store
-    after_close = rss_mb()
+    after_close = own_rss_mb()
     reopened_store = SqliteVectorStore(path, embedder)
     await reopened_store.open()
-    reopened = rss_mb()
+    reopened = own_rss_mb()
     await reopened_store.close()
     return {
         "count": args.count,

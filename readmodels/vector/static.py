@@ -98,6 +98,10 @@ def _read_package() -> _Model:
         raise EmbedderError(f"the wordllama embedder could not read its model ({root}): {error}") from error
     if len(tensors) != 1:
         raise EmbedderError(f"the wordllama embedder expected one table in {weights}: {sorted(tensors)}")
+    # The BPE model caches every "word" it splits, and this tokenizer has no pre-tokenizer: its word is the
+    # whole text. The cache held ~155 MB after 150,000 distinct texts and saved no time (bench/embedders.py,
+    # `rss_growth_mb`): off.
+    loaded.model._resize_cache(0)
     table = next(iter(tensors.values())).astype(np.float32)
     if table.ndim != 2 or table.shape[1] != FULL_WIDTH:
         raise EmbedderError(f"the wordllama embedder expected a table {FULL_WIDTH} wide, got {table.shape}")
