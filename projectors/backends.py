@@ -12,7 +12,7 @@ rebuilt in place; the inferred-edge model stays embedded. The vector model's emb
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from eventloom.errors import EventloomError
 from projectors.doc_projector import InPlaceDocProjector
@@ -30,10 +30,12 @@ from readmodels.embedded.inferred_store import SqliteInferredStore
 from readmodels.embedded.keyword_store import SqliteKeywordStore
 from readmodels.embedded.vector_store import SqliteVectorStore
 from readmodels.inferred.model import EventChanges
-from readmodels.neo4j.graph_store import Neo4jGraphStore
-from readmodels.neo4j.keyword_store import Neo4jKeywordStore
-from readmodels.neo4j.vector_store import Neo4jVectorStore
 from readmodels.vector.embedders import configured_embedder
+
+if TYPE_CHECKING:  # imported with the driver only when a Neo4j store is made (readmodels.backends)
+    from readmodels.neo4j.graph_store import Neo4jGraphStore
+    from readmodels.neo4j.keyword_store import Neo4jKeywordStore
+    from readmodels.neo4j.vector_store import Neo4jVectorStore
 
 GRAPH_DATABASE: Final = "graph.lbug"
 KEYWORD_DATABASE: Final = "keyword.sqlite"

@@ -6,11 +6,15 @@ database, under one schema (`readmodels.neo4j.schema`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from eventloom.settings import Settings
-from readmodels.neo4j.graph_store import Neo4jGraphStore
-from readmodels.neo4j.keyword_store import Neo4jKeywordStore
-from readmodels.neo4j.vector_store import Neo4jVectorStore
 from readmodels.vector.embedders import Embedder, vector_width
+
+if TYPE_CHECKING:  # the driver is imported by the first Neo4j store made: ~45 MB a process without it
+    from readmodels.neo4j.graph_store import Neo4jGraphStore
+    from readmodels.neo4j.keyword_store import Neo4jKeywordStore
+    from readmodels.neo4j.vector_store import Neo4jVectorStore
 
 
 def _uri(settings: Settings) -> str:
@@ -21,6 +25,8 @@ def _uri(settings: Settings) -> str:
 
 def neo4j_store(settings: Settings) -> Neo4jGraphStore:
     """A (not yet opened) graph store on the Neo4j server the settings name."""
+    from readmodels.neo4j.graph_store import Neo4jGraphStore  # noqa: PLC0415
+
     return Neo4jGraphStore(
         _uri(settings),
         user=settings.neo4j_user,
@@ -32,6 +38,8 @@ def neo4j_store(settings: Settings) -> Neo4jGraphStore:
 
 def neo4j_keyword_store(settings: Settings) -> Neo4jKeywordStore:
     """A (not yet opened) keyword store on the Neo4j server the settings name."""
+    from readmodels.neo4j.keyword_store import Neo4jKeywordStore  # noqa: PLC0415
+
     return Neo4jKeywordStore(
         _uri(settings),
         user=settings.neo4j_user,
@@ -43,6 +51,8 @@ def neo4j_keyword_store(settings: Settings) -> Neo4jKeywordStore:
 
 def neo4j_vector_store(settings: Settings, embedder: Embedder) -> Neo4jVectorStore:
     """A (not yet opened) store of `embedder`'s vectors on the Neo4j server the settings name."""
+    from readmodels.neo4j.vector_store import Neo4jVectorStore  # noqa: PLC0415
+
     return Neo4jVectorStore(
         _uri(settings),
         embedder,
