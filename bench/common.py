@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import os
 import platform
 import resource
@@ -22,7 +21,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from eventloom.bus.embedded import nats_server_binary
-from eventloom.malloc import trim
 from eventloom.runtime import RuntimeInfo
 
 console = Console(stderr=True)
@@ -80,17 +78,6 @@ def peak_rss_mb(others: dict[str, int | None], own: str = "bench") -> dict[str, 
                 if line.startswith("VmHWM:"):
                     peaks[name] = int(line.split()[1]) / 1024
     return {name: round(mb, 1) for name, mb in peaks.items()}
-
-
-def own_rss_mb() -> float:
-    """This process's resident memory (VmRSS) in MB, after a collection and a `malloc_trim` (what the node
-    does every 30 s), so that freed memory the allocator still holds is not counted."""
-    gc.collect()
-    trim()
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("VmRSS missing from /proc/self/status")
 
 
 def percentiles(samples: Sequence[float]) -> dict[str, float]:

@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from common import console, machine, own_rss_mb, percentiles, server_binary_version
+from common import console, machine, percentiles, server_binary_version
 from corpus import Corpus
 from datasets import load_dataset
 
+from eventloom.malloc import live_resident_mb
 from readmodels.vector.embedders import EmbedderError, available_embedders, load_embedder, tag
 
 FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "retrieval" / "locomo_mini.json"
@@ -64,10 +65,10 @@ def rate(embed: Any, texts: Sequence[str], min_seconds: float) -> float:
 def rss_growth_mb(embed: Any, count: int) -> float:
     """Resident memory gained over `count` distinct texts, embedded 1,000 at a time."""
     corpus = Corpus(seed=11)
-    before = own_rss_mb()
+    before = live_resident_mb()
     for start in range(0, count, DISTINCT_BATCH):
         embed([corpus.sentence(20, 60) for _ in range(min(DISTINCT_BATCH, count - start))])
-    return round(own_rss_mb() - before, 1)
+    return round(live_resident_mb() - before, 1)
 
 
 def measure(name: str, questions: Sequence[str], turns: Sequence[str], distinct: int) -> dict[str, Any]:

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from common import console, own_rss_mb, progress_bar
+from common import console, progress_bar
 from corpus import Corpus
 
+from eventloom.malloc import live_resident_mb
 from readmodels.documents import EventDocs, MemoryDoc
 from readmodels.embedded.vector_store import SqliteVectorStore
 from readmodels.vector.embedders import load_embedder
@@ -58,7 +59,7 @@ async def measure(args: argparse.Namespace, path: Path) -> dict[str, Any]:
     embedder = load_embedder("hash", args.dimensions)
     store = SqliteVectorStore(path, embedder)
     await store.open()
-    start = own_rss_mb()
+    start = live_resident_mb()
     with progress_bar() as bar:
         task = bar.add_task("documents", total=args.count, rate="")
         for begin in range(0, args.count, BATCH):
@@ -66,18 +67,18 @@ async def measure(args: argparse.Namespace, path: Path) -> dict[str, Any]:
             await store.apply("vector", events)
             bar.advance(task, len(events))
         del events
-    loaded = own_rss_mb()
+    loaded = live_resident_mb()
     began = time.perf_counter()
     for i, question in enumerate(questions):
         await store.search(question, session=corpus.sessions[i % SESSIONS] if i % 2 else None)
     per_query_ms = (time.perf_counter() - began) * 1000 / max(1, len(questions))
-    queried = own_rss_mb()
+    queried = live_resident_mb()
     await store.close()
     del store
-    after_close = own_rss_mb()
+    after_close = live_resident_mb()
     reopened_store = SqliteVectorStore(path, embedder)
     await reopened_store.open()
-    reopened = own_rss_mb()
+    reopened = live_resident_mb()
     await reopened_store.close()
     return {
         "count": args.count,

@@ -14,8 +14,10 @@ import asyncio
 import contextlib
 import ctypes
 import ctypes.util
+import gc
 import logging
 from functools import cache
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 _M_ARENA_MAX = -8  # glibc's malloc.h
@@ -46,6 +48,17 @@ def trim() -> bool:
     """Return the free memory of every arena to the system; True if glibc released some."""
     libc = _glibc()
     return libc is not None and bool(libc.malloc_trim(0))
+
+
+def live_resident_mb() -> float:
+    """This process's resident memory (VmRSS) in MB after a collection and a `trim`: what it holds, not
+    what the allocator kept after a burst (benchmarks and memory tests measure with it)."""
+    gc.collect()
+    trim()
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("VmRSS missing from /proc/self/status")
 
 
 async def trim_periodically(stop: asyncio.Event, interval_s: float) -> None:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import random
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from eventloom.malloc import trim
+from eventloom.malloc import live_resident_mb
 from readmodels.vector.embedders import (
     Embedder,
     EmbedderError,
@@ -67,13 +65,6 @@ def test_embedders_are_found_through_entry_points() -> None:
             HashEmbedder(bad)
 
 
-def resident_mb() -> float:
-    gc.collect()
-    trim()
-    status = Path("/proc/self/status").read_text()
-    return int(next(line for line in status.splitlines() if line.startswith("VmRSS:")).split()[1]) / 1024
-
-
 def test_the_default_embedder_keeps_nothing_of_the_texts_it_embedded() -> None:
     """Its tokenizer's word is the whole text, so a BPE cache held every text: 20,000 distinct ones grew
     the process ~34 MB, and 150,000 ~155 MB (the vector projector's catch-up). Now a few MB at most."""
@@ -95,7 +86,7 @@ def test_the_default_embedder_keeps_nothing_of_the_texts_it_embedded() -> None:
     ]
     rng = random.Random(5)
     embedder.embed(["warm up: the table and the tokenizer are read once"])
-    before = resident_mb()
+    before = live_resident_mb()
     for start in range(0, 20_000, 1000):
         embedder.embed([f"{start + i} " + " ".join(rng.choices(words, k=30)) for i in range(1000)])
-    assert resident_mb() - before < 15
+    assert live_resident_mb() - before < 15
