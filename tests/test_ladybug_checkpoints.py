@@ -136,6 +136,11 @@ async def test_an_idle_store_reopens_its_database_after_enough_events_while_read
         assert [e.seq for e in await store.events("s")] == list(range(1, 41))
 
 
+REOPEN_AFTER_20_IDLE_BOUNDS_NEVER_MET = CheckpointPolicy(
+    NEVER, NEVER, NEVER, idle_wal_bytes=NEVER, idle_commits=NEVER, idle_events=NEVER, reopen_events=20
+)
+
+
 async def test_a_catch_up_tail_below_the_idle_bounds_is_checkpointed_so_the_reopen_happens(
     tmp_path: Path,
 ) -> None:
@@ -146,10 +151,7 @@ async def test_a_catch_up_tail_below_the_idle_bounds_is_checkpointed_so_the_reop
     log = SessionLog("s")
     for n in range(25):
         log.add("memory.fact.asserted", fact((f"svc-{n % 4}", "service", f"rev {n}")))
-    idle_bounds_never_met = CheckpointPolicy(
-        NEVER, NEVER, NEVER, idle_wal_bytes=NEVER, idle_commits=NEVER, idle_events=NEVER, reopen_events=20
-    )
-    async with LadybugGraphStore(path, checkpoints=idle_bounds_never_met) as store:
+    async with LadybugGraphStore(path, checkpoints=REOPEN_AFTER_20_IDLE_BOUNDS_NEVER_MET) as store:
         await project(store, log.events[:15], batch=5)
         await store.idle()
         assert "reopen" not in store.stages.calls and "checkpoint" not in store.stages.calls  # 15 < 20
@@ -161,10 +163,7 @@ async def test_a_catch_up_tail_below_the_idle_bounds_is_checkpointed_so_the_reop
 
 
 def test_a_due_reopen_makes_an_idle_checkpoint_due(tmp_path: Path) -> None:
-    policy = CheckpointPolicy(
-        NEVER, NEVER, NEVER, idle_wal_bytes=NEVER, idle_commits=NEVER, idle_events=NEVER, reopen_events=20
-    )
-    held = Uncheckpointed(tmp_path / "db.lbug", policy)
+    held = Uncheckpointed(tmp_path / "db.lbug", REOPEN_AFTER_20_IDLE_BOUNDS_NEVER_MET)
     held.committed(19)
     assert not held.due(idle=True) and not held.reopen_due()
     held.committed(1)
