@@ -83,9 +83,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--buffer-pool-mb", type=int, default=None, help="EVENTLOOM_LADYBUG_BUFFER_POOL_MB of the node"
     )
     parser.add_argument(
+        "--projector-batch",
+        type=int,
+        default=None,
+        help="EVENTLOOM_PROJECTOR_BATCH of the node (default: a node's, 500)",
+    )
+    parser.add_argument(
         "--unbounded",
         action="store_true",
-        help="the memory settings as before issue 23: engine-default buffer pools, glibc arenas, no trim",
+        help="the memory settings as before issue 23: engine-default buffer pools, glibc arenas, no trim, "
+        "batches of 2,000",
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary data dir")
     parser.add_argument("--json", action="store_true", help="accepted for symmetry: output is always JSON")
@@ -283,8 +290,12 @@ async def bench(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
     settings = Settings(data_dir=data_dir, projectors=args.projectors, producers=args.producers)
     if args.buffer_pool_mb is not None:
         settings = replace(settings, ladybug_buffer_pool_mb=args.buffer_pool_mb)
+    if args.projector_batch is not None:
+        settings = replace(settings, projector_batch=args.projector_batch)
     if args.unbounded:
-        settings = replace(settings, ladybug_buffer_pool_mb=0, malloc_arenas=0, memory_trim_s=0.0)
+        settings = replace(
+            settings, ladybug_buffer_pool_mb=0, malloc_arenas=0, memory_trim_s=0.0, projector_batch=2000
+        )
     node = NodeProcess(settings)
     console.print(f"starting a node in {data_dir}")
     info = node.start(timeout=60)

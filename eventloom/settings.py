@@ -15,6 +15,15 @@ SYNC_POLICY = re.compile(r"^(always|default|\d+(ms|s|m))$")
 GRAPH_BACKENDS: Final = ("ladybug", "neo4j")
 DEFAULT_PROJECTOR_ACK_WAIT_S: Final = 5.0
 DEFAULT_PROJECTOR_LEASE_S: Final = 3.0
+NODE_PROJECTOR_BATCH: Final = 500
+"""Events a worker fetches at once in a node, which runs all its workers (eight by default) in one process,
+each holding two batches (one being written, the next being decoded and verified). At 2,000 the node ended
+a 100,000-event catch-up ~75 MB larger (what the allocators keep), and caught up no sooner
+(docs/benchmarks.md)."""
+SOLE_WORKER_PROJECTOR_BATCH: Final = 2000
+"""The same in a process of one worker (`eventloom projector run`): nothing else competes for its memory,
+and larger batches share each transaction's fixed costs (the graph: ~3,300 events/s against ~2,400)."""
+MAX_PROJECTOR_BATCH: Final = 10_000
 CLUSTER_SIZES: Final = (1, 3, 5)
 DEFAULT_LADYBUG_BUFFER_POOL_MB: Final = 2048
 """Per LadybugDB database. The engine's default (80 % of memory) costs ~2 MB resident per GiB of pool in
@@ -92,9 +101,10 @@ class Settings:
     # Projector and producer workers (docs/operations.md#projector-failover): what a worker holds
     # unacknowledged this long goes to another worker of its consumer; a live one keeps its batch alive.
     projector_ack_wait_s: float = DEFAULT_PROJECTOR_ACK_WAIT_S
-    # Memory bounds (docs/operations.md#memory): each LadybugDB database's buffer pool in MiB (0: the
-    # engine's default, 80 % of the machine's memory), glibc malloc arenas (0: glibc's default, 8 per core)
-    # and how often the node hands freed memory back to the system (0: never).
+    # Memory bounds (docs/operations.md#memory): events per worker's batch, each LadybugDB database's buffer
+    # pool in MiB (0: the engine's default, 80 % of the machine's memory), glibc malloc arenas (0: glibc's
+    # default, 8 per core) and how often the node hands freed memory back to the system (0: never).
+    projector_batch: int | None = None  # None: the process's default (`batch_for`)
     ladybug_buffer_pool_mb: int = DEFAULT_LADYBUG_BUFFER_POOL_MB
     malloc_arenas: int = 2
     memory_trim_s: float = 30.0
@@ -135,6 +145,10 @@ class Settings:
             raise ValueError("projector_lease_s: must be more than 0 seconds (EVENTLOOM_PROJECTOR_LEASE_S)")
 
     def _check_memory_bounds(self) -> None:
+        if self.projector_batch is not None and not 1 <= self.projector_batch <= MAX_PROJECTOR_BATCH:
+            raise ValueError(
+                f"projector_batch: must be 1 to {MAX_PROJECTOR_BATCH:,} events (EVENTLOOM_PROJECTOR_BATCH)"
+            )
         if not 0 <= self.ladybug_buffer_pool_mb <= 1 << 22:
             raise ValueError(
                 "ladybug_buffer_pool_mb: must be 0 (the engine's default) or a size in MiB "
@@ -202,6 +216,7 @@ class Settings:
             peer_suspect_after_s=_env_float("EVENTLOOM_PEER_SUSPECT_AFTER_S", 3 * interval),
             peer_dead_after_s=_env_float("EVENTLOOM_PEER_DEAD_AFTER_S", 10 * interval),
             projector_ack_wait_s=_env_float("EVENTLOOM_PROJECTOR_ACK_WAIT_S", DEFAULT_PROJECTOR_ACK_WAIT_S),
+            projector_batch=_env_int("EVENTLOOM_PROJECTOR_BATCH", 0) or None,
             ladybug_buffer_pool_mb=_env_int(
                 "EVENTLOOM_LADYBUG_BUFFER_POOL_MB", DEFAULT_LADYBUG_BUFFER_POOL_MB
             ),
@@ -235,6 +250,7 @@ class Settings:
             "EVENTLOOM_PEER_SUSPECT_AFTER_S": repr(self.peer_suspect_after_s),
             "EVENTLOOM_PEER_DEAD_AFTER_S": repr(self.peer_dead_after_s),
             "EVENTLOOM_PROJECTOR_ACK_WAIT_S": repr(self.projector_ack_wait_s),
+            "EVENTLOOM_PROJECTOR_BATCH": str(self.projector_batch or ""),
             "EVENTLOOM_LADYBUG_BUFFER_POOL_MB": str(self.ladybug_buffer_pool_mb),
             "EVENTLOOM_MALLOC_ARENAS": str(self.malloc_arenas),
             "EVENTLOOM_MEMORY_TRIM_S": repr(self.memory_trim_s),
@@ -257,6 +273,13 @@ class Settings:
             env["EVENTLOOM_NATS_USER"] = self.nats_user
             env["EVENTLOOM_NATS_PASSWORD"] = self.nats_password
         return env
+
+    def worker_batch(self, *, sole_worker: bool) -> int:
+        """The most events a projector or producer worker fetches at once: `projector_batch` when set, else
+        the default of a process that runs many workers (a node) or only this one."""
+        if self.projector_batch is not None:
+            return self.projector_batch
+        return SOLE_WORKER_PROJECTOR_BATCH if sole_worker else NODE_PROJECTOR_BATCH
 
     def enabled(self, kind: str, installed: list[str]) -> list[str]:
         """The installed projectors or producers (`kind`) this node runs, per the setting: `all`, `none`, a

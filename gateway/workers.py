@@ -28,13 +28,21 @@ def enabled_producers(settings: Settings) -> list[str]:
     return settings.enabled("producers", list(available(PRODUCERS_GROUP)))
 
 
-def worker_options(settings: Settings) -> RunnerOptions:
-    """A worker's options from the settings: its ack wait governs how soon another worker takes over."""
-    return RunnerOptions(ack_wait_s=settings.projector_ack_wait_s)
+def worker_options(settings: Settings, *, sole_worker: bool = False) -> RunnerOptions:
+    """A worker's options from the settings: its ack wait governs how soon another worker takes over, its
+    batch how many events it holds at once (larger when it is the process's only worker)."""
+    return RunnerOptions(
+        ack_wait_s=settings.projector_ack_wait_s, batch=settings.worker_batch(sole_worker=sole_worker)
+    )
 
 
 def projector_runner(
-    log: EventLog, name: str, partitions: list[int] | None, on_trouble: TroubleListener | None = None
+    log: EventLog,
+    name: str,
+    partitions: list[int] | None,
+    on_trouble: TroubleListener | None = None,
+    *,
+    sole_worker: bool = False,
 ) -> ProjectorRunner:
     """Every worker of a projector's consumer (the node's, `query serve`'s, `projector run`'s) takes its
     lease before applying: one applies, the others stand by. Producers share their consumer without one:
@@ -47,7 +55,7 @@ def projector_runner(
         load_projector(name, settings),
         partitions=partitions,
         consumer=consumer,
-        options=worker_options(settings),
+        options=worker_options(settings, sole_worker=sole_worker),
         keys=KeyStore(settings.data_dir),
         on_trouble=on_trouble,
         lease=ConsumerLease(log.client, consumer, settings.projector_lease_s, replicas=settings.replicas),
@@ -104,7 +112,9 @@ def _services(
     return services
 
 
-def producer_runner(log: EventLog, names: list[str], partitions: list[int] | None) -> ProjectorRunner:
+def producer_runner(
+    log: EventLog, names: list[str], partitions: list[int] | None, *, sole_worker: bool = False
+) -> ProjectorRunner:
     """All `names` share one consumer: each event is delivered once for every producer."""
     producers = [load_producer(name, log.settings) for name in names]
     projection = ProducerProjection(producers, log, name="-".join(sorted(names)))
@@ -113,7 +123,7 @@ def producer_runner(log: EventLog, names: list[str], partitions: list[int] | Non
         log.layout,
         projection,
         partitions=partitions,
-        options=worker_options(log.settings),
+        options=worker_options(log.settings, sole_worker=sole_worker),
         role="producer",
         keys=KeyStore(log.settings.data_dir),
         known=log.known_hashes,

@@ -6,16 +6,17 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from eventloom.settings import DEFAULT_PROJECTOR_ACK_WAIT_S
+from eventloom.settings import DEFAULT_PROJECTOR_ACK_WAIT_S, NODE_PROJECTOR_BATCH
 from eventloom.stages import StageTimes
 
 
 @dataclass(frozen=True)
 class RunnerOptions:
-    batch: int = 2000
+    batch: int = NODE_PROJECTOR_BATCH
     """The largest batch. A fetch takes what is waiting, up to this: a caught-up projector applies a few
     events at a time (fresh), one behind applies large batches (each batch's fixed costs, a transaction
-    and a statement per kind of row, shared by more events)."""
+    and a statement per kind of row, shared by more events). What a worker holds in memory grows with it
+    (`EVENTLOOM_PROJECTOR_BATCH`, `Settings.worker_batch`)."""
     max_deliver: int = 5
     backoff_s: Sequence[float] = (0.5, 2.0, 10.0, 30.0)
     fetch_timeout_s: float = 0.5

@@ -5,20 +5,25 @@ from __future__ import annotations
 
 import asyncio
 import ctypes.util
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 
 from eventloom import malloc
 from eventloom.event import Event
+from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.packs.claims.projector import claims_projector
 from gateway.packs.workflow.projector import workflow_projector
+from gateway.workers import worker_options
 from projectors.backends import graph_projector
 from projectors.plugins import PluginContext
 from projectors.protocol import Projector
 from tests import claims_support, workflow_support
+from tests.runtime_support import drained, running
+from tests.test_batched_projection import mixed
 
 TINY_POOL_MB = 1
 """Less than the pinned pages of one database's schema: opening must fail if, and only if, it applies."""
@@ -74,6 +79,9 @@ async def test_the_buffer_pool_setting_reaches_ladybug(
         ("EVENTLOOM_MALLOC_ARENAS", "-2", "malloc_arenas"),
         ("EVENTLOOM_MEMORY_TRIM_S", "nan", "memory_trim_s"),
         ("EVENTLOOM_MALLOC_ARENAS", "two", "EVENTLOOM_MALLOC_ARENAS"),
+        ("EVENTLOOM_PROJECTOR_BATCH", "-1", "projector_batch"),
+        ("EVENTLOOM_PROJECTOR_BATCH", "10001", "projector_batch"),
+        ("EVENTLOOM_PROJECTOR_BATCH", "lots", "EVENTLOOM_PROJECTOR_BATCH"),
     ],
 )
 def test_memory_settings_refuse_nonsense_by_name(
@@ -85,11 +93,62 @@ def test_memory_settings_refuse_nonsense_by_name(
 
 
 def test_memory_settings_reach_child_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    settings = Settings(data_dir=tmp_path, ladybug_buffer_pool_mb=512, malloc_arenas=4, memory_trim_s=7.5)
+    settings = Settings(
+        data_dir=tmp_path, ladybug_buffer_pool_mb=512, malloc_arenas=4, memory_trim_s=7.5, projector_batch=250
+    )
     for variable, value in settings.to_env().items():
         monkeypatch.setenv(variable, value)
     again = Settings.from_env()
     assert (again.ladybug_buffer_pool_mb, again.malloc_arenas, again.memory_trim_s) == (512, 4, 7.5)
+    assert again.projector_batch == 250
+
+
+def test_a_worker_batch_is_smaller_in_a_node_than_in_a_process_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node runs every worker in one process: each takes smaller batches than a worker alone in its
+    process (`eventloom projector run`), unless the operator sets one size for both."""
+    unset = Settings(data_dir=tmp_path)
+    assert worker_options(unset).batch < worker_options(unset, sole_worker=True).batch
+    for variable, value in unset.to_env().items():
+        monkeypatch.setenv(variable, value)
+    assert Settings.from_env().projector_batch is None  # a child process keeps choosing by its own kind
+    chosen = dataclasses.replace(unset, projector_batch=123)
+    assert worker_options(chosen).batch == worker_options(chosen, sole_worker=True).batch == 123
+
+
+class BatchSizes:
+    """A projector that records how many events each batch brought it."""
+
+    name = "batch_sizes"
+
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+        self.applied: dict[str, int] = {}
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def applied_seqs(self, sessions: Sequence[str]) -> dict[str, int]:
+        return {s: self.applied[s] for s in sessions if s in self.applied}
+
+    async def apply(self, events: Sequence[Event]) -> None:
+        self.sizes.append(len(events))
+        for event in events:
+            self.applied[event.session] = event.seq
+
+
+async def test_a_node_worker_holds_at_most_its_batch_setting(log: EventLog) -> None:
+    """What a worker holds in memory is bounded by `EVENTLOOM_PROJECTOR_BATCH`: a backlog of 30 events
+    reaches a worker made as the node makes it, with a batch of 4, four events at a time at most."""
+    await log.append_many(mixed("batched", 30))
+    projector = BatchSizes()
+    options = worker_options(dataclasses.replace(log.settings, projector_batch=4))
+    async with running(log, projector, options=options) as runner:
+        await drained(log, runner.consumer)
+    assert projector.applied == {"batched": 30}
+    assert max(projector.sizes) == 4 and sum(projector.sizes) == 30
 
 
 @pytest.mark.skipif(not GLIBC, reason="malloc_trim and M_ARENA_MAX are glibc's")

@@ -47,7 +47,7 @@ def projector_run(ctx: typer.Context, name: str, partitions: PartitionsOption = 
     from gateway.workers import projector_runner  # noqa: PLC0415
 
     settings = settings_of(ctx)
-    make = lambda log: projector_runner(log, name, _partitions(partitions, log))  # noqa: E731
+    make = lambda log: projector_runner(log, name, _partitions(partitions, log), sole_worker=True)  # noqa: E731
     run(_run_worker(settings, make, "projector", [f"projector:{name}"]))
 
 
@@ -56,7 +56,7 @@ def producer_run(ctx: typer.Context, names: list[str], partitions: PartitionsOpt
     from gateway.workers import producer_runner  # noqa: PLC0415
 
     settings = settings_of(ctx)
-    make = lambda log: producer_runner(log, names, _partitions(partitions, log))  # noqa: E731
+    make = lambda log: producer_runner(log, names, _partitions(partitions, log), sole_worker=True)  # noqa: E731
     run(_run_worker(settings, make, "producer", [f"producer:{name}" for name in sorted(names)]))
 
 
