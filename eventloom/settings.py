@@ -104,7 +104,7 @@ class Settings:
     # Memory bounds (docs/operations.md#memory): events per worker's batch, each LadybugDB database's buffer
     # pool in MiB (0: the engine's default, 80 % of the machine's memory), glibc malloc arenas (0: glibc's
     # default, 8 per core) and how often the node hands freed memory back to the system (0: never).
-    projector_batch: int | None = None  # None: the process's default (`batch_for`)
+    projector_batch: int | None = None  # None: the process's default (`worker_batch`)
     ladybug_buffer_pool_mb: int = DEFAULT_LADYBUG_BUFFER_POOL_MB
     malloc_arenas: int = 2
     memory_trim_s: float = 30.0
