@@ -1,4 +1,4 @@
-"""`VectorIndex`: candidates from HNSW over half-precision rows (or a scan under a selective filter),
+"""`VectorIndex`: candidates from HNSW over 8-bit rows (or a scan under a selective filter),
 re-ranked by the caller's exact rows."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 
 from readmodels.vector.embedders import Vectors
-from readmodels.vector.index import CHUNK_ROWS, Mask, Rows, Scored, VectorIndex, best
+from readmodels.vector.index import CHUNK_ROWS, LEVELS, Mask, Rows, Scored, VectorIndex, best, quantized
 
 
 def unit_rows(count: int, dimensions: int, seed: int) -> Vectors:
@@ -62,7 +62,7 @@ def test_filters_are_honoured_and_a_selective_one_scans_exactly() -> None:
 
 def test_a_scan_across_chunks_finds_what_a_float32_scan_finds() -> None:
     """Rows past the first chunk, added in batches that straddle chunk ends, are found and scored where
-    they are; the half-precision scan proposes what the exact scan ranks first."""
+    they are; the 8-bit scan proposes what the exact scan ranks first."""
     data = unit_rows(CHUNK_ROWS + 3000, 16, seed=5)
     index = VectorIndex(16, exact_scan_rows=len(data))
     for start in range(0, len(data), 7000):
@@ -77,3 +77,20 @@ def test_a_scan_across_chunks_finds_what_a_float32_scan_finds() -> None:
     query = data[CHUNK_ROWS + 2995]
     (row, score), *_ = index.search(query, 3, rows_of(data), late)
     assert row == CHUNK_ROWS + 2995 and np.isclose(score, 1.0, atol=1e-6)
+
+
+def test_quantized_rows_keep_each_component_within_half_a_level() -> None:
+    """Each row is scaled to its own largest component, so a row of small values loses no more than a
+    row of large ones; a zero row (an embedder's empty text) stays zero instead of dividing by zero."""
+    data = unit_rows(300, 48, seed=7)
+    data[10] *= 1e-3
+    data[11] = 0.0
+    levels, steps = quantized(data)
+    assert levels.dtype == np.int8 and steps.dtype == np.float32
+    assert np.array_equal(np.abs(levels).max(axis=1)[[0, 10, 299]], [LEVELS] * 3)
+    error = np.abs(levels.astype(np.float32) * steps[:, None] - data)
+    assert np.all(error <= steps[:, None] / 2 + 1e-9)
+    assert not levels[11].any() and steps[11] == 0.0
+    index = VectorIndex(48, exact_scan_rows=len(data))
+    index.add(data)
+    assert 11 in {row for row, _ in index.search(data[11] + 1.0, 300, rows_of(data))}  # found, scored 0

@@ -2,7 +2,7 @@
 
 SQLite holds every vector with its document and its embedder's tag, in the same transaction as the
 checkpoints, so a crash loses nothing acknowledged. A search takes its candidates in memory, from a
-`VectorIndex` of this store's tag (loaded at `open`, extended after each commit: half-precision rows and an
+`VectorIndex` of this store's tag (loaded at `open`, extended after each commit: 8-bit rows and an
 HNSW graph over them, or a scan when the filters (session, time, kind) leave few documents), then reads the
 candidates' float32 vectors and the winners' documents from SQLite by id: the scores are exact, and
 neither the documents nor the float32 vectors are held in memory. A store holds the

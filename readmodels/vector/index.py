@@ -1,15 +1,16 @@
-"""`VectorIndex`: approximate nearest neighbours (usearch HNSW) over half-precision rows, re-ranked exactly.
+"""`VectorIndex`: approximate nearest neighbours (usearch HNSW) over 8-bit rows, re-ranked exactly.
 
-The index keeps each vector once, in half precision, in chunks that never move; the HNSW graph points into
-them (`copy=False`) instead of holding a copy of its own. That is ~0.65 KB a row at 256 dimensions, where
-a float32 matrix beside the graph's own half-precision copy took ~1.7 KB.
+The index keeps each vector once, as 8-bit integers scaled to its largest component, in chunks that never
+move; the HNSW graph points into them (`copy=False`) instead of holding a copy of its own. That is 256
+bytes a row at 256 dimensions (half precision took twice that, a float32 matrix four times).
 
-A search proposes candidates by inner product (the vectors are unit length, so this is cosine): the HNSW
-graph's `oversample x k` best, or, when the filter (or the whole index) leaves at most `EXACT_SCAN_ROWS`
-rows, the best of a scan of all of them. The caller's float32 rows of the candidates (`rows_of`: the read
-model keeps them on disk) then decide the order and the scores, so what a search returns is exact: half
-precision moves a score by ~1e-4, far less than separates the k-th row from the candidates past it. The
-index is rebuilt from the read model's own storage at open: it is a cache, never the truth.
+A search proposes candidates by cosine (the vectors are unit length, so this is their inner product, and
+cosine ignores each row's own scale): the HNSW graph's `oversample x k` best, or, when the filter (or the
+whole index) leaves at most `EXACT_SCAN_ROWS` rows, the best of a scan of all of them. The caller's float32
+rows of the candidates (`rows_of`: the read model keeps them on disk) then decide the order and the
+scores, so what a search returns is exact: 8 bits move a score by ~2e-3, less than separates the k-th row
+from the `oversample x k` candidates past it. The index is rebuilt from the read model's own storage at
+open: it is a cache, never the truth.
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ CONNECTIVITY: Final = 16
 EXPANSION_ADD: Final = 128
 EXPANSION_SEARCH: Final = 256
 CHUNK_ROWS: Final = 16_384
-"""Rows per chunk of half-precision vectors (8 MiB at 256 dimensions): chunks are only ever added, so the
-addresses the graph holds stay valid."""
+"""Rows per chunk of 8-bit vectors (4 MiB at 256 dimensions): chunks are only ever added, so the addresses
+the graph holds stay valid."""
+LEVELS: Final = 127
+"""An 8-bit row holds its vector times `LEVELS / (its largest component)`."""
 Mask = npt.NDArray[np.bool_]
 Rows = npt.NDArray[np.int64]
 RowsOf = Callable[[Rows], Vectors]
@@ -47,12 +50,13 @@ class VectorIndex:
     def __init__(self, dimensions: int, *, exact_scan_rows: int = EXACT_SCAN_ROWS) -> None:
         self.dimensions = dimensions
         self.exact_scan_rows = exact_scan_rows
-        self._chunks: list[npt.NDArray[np.float16]] = []
+        self._chunks: list[npt.NDArray[np.int8]] = []
+        self._steps: list[npt.NDArray[np.float32]] = []  # per row: the value of one level, to score scans
         self._count = 0
         self._ann = Index(
             ndim=dimensions,
-            metric="ip",
-            dtype="f16",
+            metric="cos",
+            dtype="i8",
             connectivity=CONNECTIVITY,
             expansion_add=EXPANSION_ADD,
             expansion_search=EXPANSION_SEARCH,
@@ -62,15 +66,16 @@ class VectorIndex:
         return self._count
 
     def add(self, vectors: Vectors) -> None:
-        """Append rows; the graph references their half-precision copies in place."""
+        """Append rows; the graph references their 8-bit copies in place."""
         done = 0
         while done < len(vectors):
             at = self._count % CHUNK_ROWS
             if at == 0:
-                self._chunks.append(np.zeros((CHUNK_ROWS, self.dimensions), dtype=np.float16))
+                self._chunks.append(np.zeros((CHUNK_ROWS, self.dimensions), dtype=np.int8))
+                self._steps.append(np.zeros(CHUNK_ROWS, dtype=np.float32))
             take = min(len(vectors) - done, CHUNK_ROWS - at)
             placed = self._chunks[-1][at : at + take]
-            placed[:] = vectors[done : done + take]
+            placed[:], self._steps[-1][at : at + take] = quantized(vectors[done : done + take])
             keys = np.arange(self._count, self._count + take, dtype=np.uint64)
             self._ann.add(keys, placed, copy=False)
             self._count += take
@@ -101,28 +106,42 @@ class VectorIndex:
     def _scanned(self, query: Vectors, wanted: int, allowed: Mask | None) -> Rows:
         if allowed is None:
             rows = np.arange(len(self))
-            scores = np.concatenate(
-                [self._filled(n).astype(np.float32) @ query for n in range(len(self._chunks))]
-            )
+            scores = np.concatenate([self._scores(query, n) for n in range(len(self._chunks))])
         else:
             rows = np.flatnonzero(allowed)
-            scores = self._half(rows).astype(np.float32) @ query
+            scores = self._scores_of(query, rows)
         if len(rows) <= wanted:
             return rows
         return rows[np.argpartition(-scores, wanted - 1)[:wanted]]
 
-    def _filled(self, number: int) -> npt.NDArray[np.float16]:
-        """Chunk `number`'s rows that hold vectors."""
-        return self._chunks[number][: min(CHUNK_ROWS, self._count - number * CHUNK_ROWS)]
+    def _scores(self, query: Vectors, number: int) -> npt.NDArray[np.float32]:
+        """Approximate scores of chunk `number`'s rows that hold vectors."""
+        filled = min(CHUNK_ROWS, self._count - number * CHUNK_ROWS)
+        levels = self._chunks[number][:filled].astype(np.float32) @ query
+        return levels * self._steps[number][:filled]
 
-    def _half(self, rows: Rows) -> npt.NDArray[np.float16]:
-        """The half-precision vectors of `rows`."""
+    def _scores_of(self, query: Vectors, rows: Rows) -> npt.NDArray[np.float32]:
+        """Approximate scores of `rows`, in that order."""
         chunk, at = np.divmod(rows, CHUNK_ROWS)
-        out = np.empty((len(rows), self.dimensions), dtype=np.float16)
+        out = np.empty(len(rows), dtype=np.float32)
         for number in np.unique(chunk):
             picked = chunk == number
-            out[picked] = self._chunks[int(number)][at[picked]]
+            where = at[picked]
+            levels = self._chunks[int(number)][where].astype(np.float32) @ query
+            out[picked] = levels * self._steps[int(number)][where]
         return out
+
+
+def quantized(vectors: Vectors) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
+    """Each row as 8-bit levels of its largest component (a zero row stays zero), and one level's value."""
+    largest = np.abs(vectors).max(axis=1)
+    step = (largest / LEVELS).astype(np.float32)
+    scale = np.divide(1.0, step, out=np.zeros_like(step), where=step > 0)
+    levels = np.empty(vectors.shape, dtype=np.int8)
+    for start in range(0, len(vectors), 1024):  # small temporaries: a whole store is quantized at open
+        part = vectors[start : start + 1024] * scale[start : start + 1024, None]
+        levels[start : start + 1024] = np.rint(part, out=part)
+    return levels, step
 
 
 def best(query: Vectors, rows: Rows, vectors: Vectors, limit: int) -> Scored:
