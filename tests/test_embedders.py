@@ -16,8 +16,9 @@ from readmodels.vector.embedders import (
     available_embedders,
     load_embedder,
     tag,
+    unit_rows,
 )
-from readmodels.vector.static import WordLlamaEmbedder
+from readmodels.vector.static import _MODEL, WordLlamaEmbedder
 
 
 def test_hash_vectors_are_deterministic_unit_vectors_tagged_with_their_space() -> None:
@@ -90,3 +91,18 @@ def test_the_default_embedder_keeps_nothing_of_the_texts_it_embedded() -> None:
     for start in range(0, 20_000, 1000):
         embedder.embed([f"{start + i} " + " ".join(rng.choices(words, k=30)) for i in range(1000)])
     assert live_resident_mb() - before < 15
+
+
+def test_the_default_embedder_means_its_half_precision_table_exactly_in_float32() -> None:
+    """The table stays in the float16 the wheel ships (16 MB, not 32), and a text's vector is still the
+    float32 mean of its token rows, bit for bit, at every width: no stored vector changes meaning."""
+    texts = ["Tokens refresh early", "a much longer text " * 40, "", "Ünïcödé and emoji 🚀 too"]
+    model = _MODEL.get()
+    assert model.table.dtype == np.float16
+    widened = model.table.astype(np.float32)
+    for width in (64, 256):
+        expected = np.zeros((len(texts), width), dtype=np.float32)
+        for row, encoding in enumerate(model.tokenizer.encode_batch(texts, add_special_tokens=False)):
+            if encoding.ids:
+                expected[row] = widened[encoding.ids, :width].mean(axis=0)
+        assert np.array_equal(WordLlamaEmbedder(width).embed(texts), unit_rows(expected))
