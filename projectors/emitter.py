@@ -24,7 +24,7 @@ from eventloom.bus.consumer import read_stream
 from eventloom.event import Event, decode_event
 from eventloom.log import EventLog
 from eventloom.tail import event_by_seq, last_event
-from projectors.log_view import KvProducerState, StreamLogView, state_bucket
+from projectors.log_view import KvProducerState, RecentEvents, StreamLogView, state_bucket
 from projectors.protocol import DerivedEvent, ProcessProducer, Producer
 
 FENCE_BUCKET: Final = "EVENTLOOM_FENCES"
@@ -52,6 +52,7 @@ class ProducerProjection:
         self._log = log
         self._fences: KeyValue | None = None
         self._views: dict[str, StreamLogView] = {}
+        self._recent = RecentEvents()
         self.emitted = 0
         self.skipped_citations = 0
 
@@ -62,7 +63,8 @@ class ProducerProjection:
         if any(isinstance(p, ProcessProducer) for p in self._producers):
             bucket = await state_bucket(self._log)
             self._views = {
-                p.name: StreamLogView(self._log, KvProducerState(bucket, p.name)) for p in self._producers
+                p.name: StreamLogView(self._log, KvProducerState(bucket, p.name), self._recent)
+                for p in self._producers
             }
 
     async def applied_seqs(self, sessions: Sequence[str]) -> dict[str, int]:
@@ -72,13 +74,13 @@ class ProducerProjection:
         for event in events:
             for producer in self._producers:
                 if isinstance(producer, ProcessProducer):
-                    view = self._views[producer.name]
-                    derivations = await producer.process(event, view)
-                    view.saw(event)
+                    derivations = await producer.process(event, self._views[producer.name])
                 else:
                     derivations = producer.derive(event)
                 for index, derived in enumerate(derivations):
                     await self._emit_once(producer.name, event, derived, index)
+            if self._views:
+                self._recent.saw(event)
 
     async def close(self) -> None:
         self._fences = None

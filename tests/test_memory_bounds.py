@@ -19,8 +19,10 @@ from gateway.packs.claims.projector import claims_projector
 from gateway.packs.workflow.projector import workflow_projector
 from gateway.workers import worker_options
 from projectors.backends import graph_projector
+from projectors.emitter import ProducerProjection
+from projectors.log_view import RecentEvents
 from projectors.plugins import PluginContext
-from projectors.protocol import Projector
+from projectors.protocol import DerivedEvent, LogView, Projector
 from tests import claims_support, workflow_support
 from tests.runtime_support import drained, running
 from tests.test_batched_projection import mixed
@@ -171,3 +173,48 @@ async def test_trim_periodically_stops_when_asked() -> None:
     stop.set()
     await asyncio.wait_for(task, 1)  # ...and ends promptly once stopped
     await asyncio.wait_for(malloc.trim_periodically(asyncio.Event(), 0), 1)  # 0: never, returns at once
+
+
+def _unappended(session: str, seq: int) -> Event:
+    """An event the stream does not hold: a view can only answer with it from memory."""
+    return Event(
+        v=1, session=session, seq=seq, ts="2026-11-27T00:00:00.000000Z", type="note.added", actor="agent",
+        payload={"n": seq}, caused_by=[], prev_hash=None, hash=f"{seq:064x}", sig="", key_id="0" * 16,
+    )  # fmt: skip
+
+
+class AsksForThePredecessor:
+    """A process producer that only asks its view for the event before each one."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.found: list[int | None] = []
+
+    async def process(self, event: Event, log: LogView) -> list[DerivedEvent]:
+        previous = await log.event(event.session, event.seq - 1)
+        self.found.append(None if previous is None else previous.seq)
+        return []
+
+
+def test_recent_events_keep_the_last_ones_only() -> None:
+    recent = RecentEvents(limit=3)
+    for seq in range(1, 6):
+        recent.saw(_unappended("s", seq))
+    recent.saw(_unappended("s", 3))  # seen again: the newest now, so 4 is the oldest
+    recent.saw(_unappended("s", 6))
+    assert len(recent) == 3
+    assert [seq for seq in range(1, 7) if recent.get("s", seq) is not None] == [3, 5, 6]
+    assert recent.get("s", 6) == _unappended("s", 6) and recent.get("other", 5) is None
+
+
+async def test_the_producers_of_a_runtime_share_one_memory_of_recent_events(log: EventLog) -> None:
+    """Every process producer of a runtime is given the same events: each is remembered once, for all.
+    The events are not in the stream, so a predecessor found came from that memory, and it is remembered
+    only once every producer had the event (none sees the one it is being given)."""
+    first, second = AsksForThePredecessor("first"), AsksForThePredecessor("second")
+    projection = ProducerProjection([first, second], log)
+    await projection.open()
+    await projection.apply([_unappended("shared", seq) for seq in range(1, 6)])
+    assert first.found == second.found == [None, 1, 2, 3, 4]
+    first_view, second_view = projection._views["first"], projection._views["second"]
+    assert first_view._recent is second_view._recent and len(first_view._recent) == 5
