@@ -136,7 +136,9 @@ async def incremental(runner: ProjectorRunner, total: int, time_limit: float) ->
     progression = Progression(total)
     step = max(1, total // 10)
     started = time.perf_counter()
-    progression.marks.append(Mark(0, started, runner.stage_times()))
+    # From nothing, not from the runner's stages now: it may have committed its first batch already (and
+    # not yet acknowledged it), and those rows belong to the first window.
+    progression.marks.append(Mark(0, started, StageTimes()))
     next_mark = step
     with progress_bar() as progress:
         bar = progress.add_task("incremental projection", total=total, rate="")
