@@ -116,9 +116,7 @@ class VectorIndex:
 
     def _scores(self, query: Vectors, number: int) -> npt.NDArray[np.float32]:
         """Approximate scores of chunk `number`'s rows that hold vectors."""
-        filled = min(CHUNK_ROWS, self._count - number * CHUNK_ROWS)
-        levels = self._chunks[number][:filled].astype(np.float32) @ query
-        return levels * self._steps[number][:filled]
+        return self._chunk_scores(query, number, slice(min(CHUNK_ROWS, self._count - number * CHUNK_ROWS)))
 
     def _scores_of(self, query: Vectors, rows: Rows) -> npt.NDArray[np.float32]:
         """Approximate scores of `rows`, in that order."""
@@ -126,10 +124,13 @@ class VectorIndex:
         out = np.empty(len(rows), dtype=np.float32)
         for number in np.unique(chunk):
             picked = chunk == number
-            where = at[picked]
-            levels = self._chunks[int(number)][where].astype(np.float32) @ query
-            out[picked] = levels * self._steps[int(number)][where]
+            out[picked] = self._chunk_scores(query, int(number), at[picked])
         return out
+
+    def _chunk_scores(self, query: Vectors, number: int, where: slice | Rows) -> npt.NDArray[np.float32]:
+        """Approximate scores of chunk `number`'s rows at `where`: their levels times their step."""
+        levels = self._chunks[number][where].astype(np.float32) @ query
+        return levels * self._steps[number][where]
 
 
 def quantized(vectors: Vectors) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
