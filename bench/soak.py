@@ -89,10 +89,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="EVENTLOOM_PROJECTOR_BATCH of the node (default: a node's, 500)",
     )
     parser.add_argument(
+        "--mmap-threshold-kib",
+        type=int,
+        default=None,
+        help="EVENTLOOM_MALLOC_MMAP_THRESHOLD_KIB of the node (default 256; 0: glibc's sliding threshold)",
+    )
+    parser.add_argument(
         "--unbounded",
         action="store_true",
-        help="the memory settings as before issue 23: engine-default buffer pools, glibc arenas, no trim, "
-        "batches of 2,000",
+        help="the memory settings as before issue 23: engine-default buffer pools, glibc arenas and "
+        "mmap threshold, no trim, batches of 2,000",
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary data dir")
     parser.add_argument("--json", action="store_true", help="accepted for symmetry: output is always JSON")
@@ -292,9 +298,16 @@ async def bench(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
         settings = replace(settings, ladybug_buffer_pool_mb=args.buffer_pool_mb)
     if args.projector_batch is not None:
         settings = replace(settings, projector_batch=args.projector_batch)
+    if args.mmap_threshold_kib is not None:
+        settings = replace(settings, malloc_mmap_threshold_kib=args.mmap_threshold_kib)
     if args.unbounded:
         settings = replace(
-            settings, ladybug_buffer_pool_mb=0, malloc_arenas=0, memory_trim_s=0.0, projector_batch=2000
+            settings,
+            ladybug_buffer_pool_mb=0,
+            malloc_arenas=0,
+            malloc_mmap_threshold_kib=0,
+            memory_trim_s=0.0,
+            projector_batch=2000,
         )
     node = NodeProcess(settings)
     console.print(f"starting a node in {data_dir}")

@@ -1,11 +1,16 @@
-"""Handing freed memory back to the system: fewer glibc arenas, and a periodic `malloc_trim`.
+"""Handing freed memory back to the system: two glibc arenas, a fixed mmap threshold, a periodic trim.
 
 A node runs many threads (LadybugDB's and SQLite's writers and readers, the embedder, asyncio's executor),
 and glibc gives each contending thread its own 64 MiB arena. What a burst of events allocates in them
 (decoded batches, query results, embeddings) is freed, but stays resident: an arena only shrinks from its
 top, and a few live chunks pin the rest. After a 20,000-event burst that was ~180 MB of a node's resident
 memory (docs/benchmarks.md, "Issue 23: memory"). Two arenas and a trim every half minute keep it near
-what is live. Elsewhere than glibc (musl, macOS) both are no-ops.
+what is live. Elsewhere than glibc (musl, macOS) all three are no-ops.
+
+glibc also raises its mmap threshold each time a mapped block is freed (up to 32 MiB), so after a burst's
+first large buffers (fetched batches, Arrow tables, query results) later ones of the same size come from the
+arenas, where they leave holes that pin pages. A fixed threshold keeps every block above it mapped on its own
+and unmapped when freed (docs/benchmarks.md, "a fixed mmap threshold").
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from functools import cache
 from pathlib import Path
 
 log = logging.getLogger(__name__)
-_M_ARENA_MAX = -8  # glibc's malloc.h
+_M_MMAP_THRESHOLD = -3  # glibc's malloc.h
+_M_ARENA_MAX = -8
 
 
 @cache
@@ -42,6 +48,15 @@ def limit_arenas(arenas: int) -> bool:
     if libc is None or arenas <= 0:
         return False
     return bool(libc.mallopt(_M_ARENA_MAX, arenas))
+
+
+def fix_mmap_threshold(kib: int) -> bool:
+    """Blocks of `kib` KiB or more are mapped on their own from now on, and the threshold no longer rises
+    (0: glibc's sliding default); True if glibc took the setting."""
+    libc = _glibc()
+    if libc is None or kib <= 0:
+        return False
+    return bool(libc.mallopt(_M_MMAP_THRESHOLD, kib * 1024))
 
 
 def trim() -> bool:

@@ -103,10 +103,12 @@ class Settings:
     projector_ack_wait_s: float = DEFAULT_PROJECTOR_ACK_WAIT_S
     # Memory bounds (docs/operations.md#memory): events per worker's batch, each LadybugDB database's buffer
     # pool in MiB (0: the engine's default, 80 % of the machine's memory), glibc malloc arenas (0: glibc's
-    # default, 8 per core) and how often the node hands freed memory back to the system (0: never).
+    # default, 8 per core), the size from which a block is mapped on its own in KiB (0: glibc's sliding
+    # threshold) and how often the node hands freed memory back to the system (0: never).
     projector_batch: int | None = None  # None: the process's default (`worker_batch`)
     ladybug_buffer_pool_mb: int = DEFAULT_LADYBUG_BUFFER_POOL_MB
     malloc_arenas: int = 2
+    malloc_mmap_threshold_kib: int = 256
     memory_trim_s: float = 30.0
     # One worker of a projector consumer applies, the others stand by; a holder silent this long is
     # taken over (docs/operations.md#projector-failover).
@@ -156,6 +158,11 @@ class Settings:
             )
         if not 0 <= self.malloc_arenas <= 1024:
             raise ValueError("malloc_arenas: must be 0 (glibc's default) to 1024 (EVENTLOOM_MALLOC_ARENAS)")
+        if not 0 <= self.malloc_mmap_threshold_kib <= 32 * 1024:  # glibc's largest: half a 64 MiB heap
+            raise ValueError(
+                "malloc_mmap_threshold_kib: must be 0 (glibc's sliding threshold) to 32768 KiB "
+                "(EVENTLOOM_MALLOC_MMAP_THRESHOLD_KIB)"
+            )
         if not self.memory_trim_s >= 0:  # also refuses NaN
             raise ValueError("memory_trim_s: must be 0 (never) or more seconds (EVENTLOOM_MEMORY_TRIM_S)")
 
@@ -221,6 +228,7 @@ class Settings:
                 "EVENTLOOM_LADYBUG_BUFFER_POOL_MB", DEFAULT_LADYBUG_BUFFER_POOL_MB
             ),
             malloc_arenas=_env_int("EVENTLOOM_MALLOC_ARENAS", 2),
+            malloc_mmap_threshold_kib=_env_int("EVENTLOOM_MALLOC_MMAP_THRESHOLD_KIB", 256),
             memory_trim_s=_env_float("EVENTLOOM_MEMORY_TRIM_S", 30.0),
             projector_lease_s=_env_float("EVENTLOOM_PROJECTOR_LEASE_S", DEFAULT_PROJECTOR_LEASE_S),
         )
@@ -253,6 +261,7 @@ class Settings:
             "EVENTLOOM_PROJECTOR_BATCH": str(self.projector_batch or ""),
             "EVENTLOOM_LADYBUG_BUFFER_POOL_MB": str(self.ladybug_buffer_pool_mb),
             "EVENTLOOM_MALLOC_ARENAS": str(self.malloc_arenas),
+            "EVENTLOOM_MALLOC_MMAP_THRESHOLD_KIB": str(self.malloc_mmap_threshold_kib),
             "EVENTLOOM_MEMORY_TRIM_S": repr(self.memory_trim_s),
             "EVENTLOOM_PROJECTOR_LEASE_S": repr(self.projector_lease_s),
         }

@@ -23,7 +23,7 @@ from eventloom.event import utc_timestamp
 from eventloom.keys import KeyStore
 from eventloom.ledger.mirror import MIRROR_CONSUMER, LedgerMirror
 from eventloom.log import EventLog
-from eventloom.malloc import limit_arenas, trim_periodically
+from eventloom.malloc import fix_mmap_threshold, limit_arenas, trim_periodically
 from eventloom.runtime import LOCK_NAME, NodeLock, RuntimeInfo, read_runtime, write_runtime
 from eventloom.settings import Settings
 from gateway.buckets import ensure_node_buckets
@@ -100,6 +100,7 @@ class Node:
     async def _run(self, stop: asyncio.Event) -> None:
         settings = self.settings
         limit_arenas(settings.malloc_arenas)  # before the roles start their threads
+        fix_mmap_threshold(settings.malloc_mmap_threshold_kib)
         keys = KeyStore(settings.data_dir)
         await asyncio.to_thread(keys.active_signer)  # generate the node's key on first start
         if self.url is None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import ctypes.util
 import dataclasses
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -81,6 +83,8 @@ async def test_the_buffer_pool_setting_reaches_ladybug(
         ("EVENTLOOM_MALLOC_ARENAS", "-2", "malloc_arenas"),
         ("EVENTLOOM_MEMORY_TRIM_S", "nan", "memory_trim_s"),
         ("EVENTLOOM_MALLOC_ARENAS", "two", "EVENTLOOM_MALLOC_ARENAS"),
+        ("EVENTLOOM_MALLOC_MMAP_THRESHOLD_KIB", "-1", "malloc_mmap_threshold_kib"),
+        ("EVENTLOOM_MALLOC_MMAP_THRESHOLD_KIB", "32769", "malloc_mmap_threshold_kib"),
         ("EVENTLOOM_PROJECTOR_BATCH", "-1", "projector_batch"),
         ("EVENTLOOM_PROJECTOR_BATCH", "10001", "projector_batch"),
         ("EVENTLOOM_PROJECTOR_BATCH", "lots", "EVENTLOOM_PROJECTOR_BATCH"),
@@ -96,13 +100,18 @@ def test_memory_settings_refuse_nonsense_by_name(
 
 def test_memory_settings_reach_child_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     settings = Settings(
-        data_dir=tmp_path, ladybug_buffer_pool_mb=512, malloc_arenas=4, memory_trim_s=7.5, projector_batch=250
+        data_dir=tmp_path,
+        ladybug_buffer_pool_mb=512,
+        malloc_arenas=4,
+        malloc_mmap_threshold_kib=128,
+        memory_trim_s=7.5,
+        projector_batch=250,
     )
     for variable, value in settings.to_env().items():
         monkeypatch.setenv(variable, value)
     again = Settings.from_env()
     assert (again.ladybug_buffer_pool_mb, again.malloc_arenas, again.memory_trim_s) == (512, 4, 7.5)
-    assert again.projector_batch == 250
+    assert (again.projector_batch, again.malloc_mmap_threshold_kib) == (250, 128)
 
 
 def test_a_worker_batch_is_smaller_in_a_node_than_in_a_process_of_its_own(
@@ -163,6 +172,41 @@ def test_trim_gives_freed_memory_back() -> None:
     assert malloc.trim() is True  # something was released
     assert malloc.limit_arenas(2) is True
     assert malloc.limit_arenas(0) is False  # 0 leaves glibc's default alone
+
+
+_BURST_OF_LARGE_BLOCKS = """
+import sys
+from eventloom import malloc
+
+def resident_mb():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+
+fixed = malloc.fix_mmap_threshold(int(sys.argv[1]))
+del bytearray(1 << 20)[:]  # a first mapped block, freed: glibc's sliding threshold rises above 1 MiB
+before = resident_mb()
+large, small = [], []
+for _ in range(100):  # a burst's large buffers, each followed by a small block that outlives it
+    large.append(bytearray(1 << 20))
+    small.append(bytearray(1000))
+del large
+print(fixed, round(resident_mb() - before))
+"""
+
+
+@pytest.mark.skipif(not GLIBC, reason="mallopt(M_MMAP_THRESHOLD) is glibc's")
+@pytest.mark.parametrize(("kib", "taken", "kept_mb"), [(0, False, range(90, 110)), (256, True, range(0, 5))])
+def test_a_fixed_mmap_threshold_hands_large_blocks_back_when_freed(
+    kib: int, taken: bool, kept_mb: range
+) -> None:
+    """Without it, 100 freed 1 MiB buffers stay resident behind the small blocks allocated after them."""
+    run = subprocess.run(
+        [sys.executable, "-c", _BURST_OF_LARGE_BLOCKS, str(kib)], capture_output=True, text=True, check=True
+    )
+    fixed, kept = run.stdout.split()
+    assert fixed == str(taken)
+    assert int(kept) in kept_mb
 
 
 async def test_trim_periodically_stops_when_asked() -> None:
