@@ -65,15 +65,20 @@ def trim() -> bool:
     return libc is not None and bool(libc.malloc_trim(0))
 
 
-def live_resident_mb() -> float:
-    """This process's resident memory (VmRSS) in MB after a collection and a `trim`: what it holds, not
-    what the allocator kept after a burst (benchmarks and memory tests measure with it)."""
-    gc.collect()
-    trim()
+def resident_mb() -> float:
+    """This process's resident memory (VmRSS) in MB, with whatever the allocators keep."""
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError("VmRSS missing from /proc/self/status")
+
+
+def live_resident_mb() -> float:
+    """`resident_mb` after a collection and a `trim`: what this process holds, not what the allocator kept
+    after a burst (benchmarks and memory tests measure with it)."""
+    gc.collect()
+    trim()
+    return resident_mb()
 
 
 async def trim_periodically(stop: asyncio.Event, interval_s: float) -> None:
