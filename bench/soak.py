@@ -89,6 +89,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="EVENTLOOM_PROJECTOR_BATCH of the node (default: a node's, 500)",
     )
     parser.add_argument(
+        "--projector-linger-ms",
+        type=int,
+        default=None,
+        help="EVENTLOOM_PROJECTOR_LINGER_MS of the node (default 200; 0: apply each fetch at once)",
+    )
+    parser.add_argument(
         "--mmap-threshold-kib",
         type=int,
         default=None,
@@ -298,6 +304,8 @@ async def bench(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
         settings = replace(settings, ladybug_buffer_pool_mb=args.buffer_pool_mb)
     if args.projector_batch is not None:
         settings = replace(settings, projector_batch=args.projector_batch)
+    if args.projector_linger_ms is not None:
+        settings = replace(settings, projector_linger_ms=args.projector_linger_ms)
     if args.mmap_threshold_kib is not None:
         settings = replace(settings, malloc_mmap_threshold_kib=args.mmap_threshold_kib)
     if args.unbounded:

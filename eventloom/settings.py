@@ -24,6 +24,12 @@ SOLE_WORKER_PROJECTOR_BATCH: Final = 2000
 """The same in a process of one worker (`eventloom projector run`): nothing else competes for its memory,
 and larger batches share each transaction's fixed costs (the graph: ~3,300 events/s against ~2,400)."""
 MAX_PROJECTOR_BATCH: Final = 10_000
+DEFAULT_PROJECTOR_LINGER_MS: Final = 200
+"""Under a trickle a caught-up worker would commit every few events (the graph ~10 commits/s at 20 events/s)
+and each commit has fixed costs: a transaction, a statement per kind of row, and in LadybugDB memory held
+until the next checkpoint. Waiting this long for more turns them into ~5 larger commits a second; a worker
+behind never waits (its fetch fills the batch), and what an agent reads lags at most this much more."""
+MAX_PROJECTOR_LINGER_MS: Final = 10_000
 CLUSTER_SIZES: Final = (1, 3, 5)
 DEFAULT_LADYBUG_BUFFER_POOL_MB: Final = 2048
 """Per LadybugDB database. The engine's default (80 % of memory) costs ~2 MB resident per GiB of pool in
@@ -101,6 +107,9 @@ class Settings:
     # Projector and producer workers (docs/operations.md#projector-failover): what a worker holds
     # unacknowledged this long goes to another worker of its consumer; a live one keeps its batch alive.
     projector_ack_wait_s: float = DEFAULT_PROJECTOR_ACK_WAIT_S
+    # How long a caught-up worker waits for more events before it applies a batch smaller than its largest
+    # (docs/operations.md#projector-linger), in ms: fewer, larger commits under a trickle (0: apply at once).
+    projector_linger_ms: int = DEFAULT_PROJECTOR_LINGER_MS
     # Memory bounds (docs/operations.md#memory): events per worker's batch, each LadybugDB database's buffer
     # pool in MiB (0: the engine's default, 80 % of the machine's memory), glibc malloc arenas (0: glibc's
     # default, 8 per core), the size from which a block is mapped on its own in KiB (0: glibc's sliding
@@ -147,6 +156,11 @@ class Settings:
             raise ValueError("projector_lease_s: must be more than 0 seconds (EVENTLOOM_PROJECTOR_LEASE_S)")
 
     def _check_memory_bounds(self) -> None:
+        if not 0 <= self.projector_linger_ms <= MAX_PROJECTOR_LINGER_MS:
+            raise ValueError(
+                f"projector_linger_ms: must be 0 to {MAX_PROJECTOR_LINGER_MS:,} ms "
+                "(EVENTLOOM_PROJECTOR_LINGER_MS)"
+            )
         if self.projector_batch is not None and not 1 <= self.projector_batch <= MAX_PROJECTOR_BATCH:
             raise ValueError(
                 f"projector_batch: must be 1 to {MAX_PROJECTOR_BATCH:,} events (EVENTLOOM_PROJECTOR_BATCH)"
@@ -223,6 +237,7 @@ class Settings:
             peer_suspect_after_s=_env_float("EVENTLOOM_PEER_SUSPECT_AFTER_S", 3 * interval),
             peer_dead_after_s=_env_float("EVENTLOOM_PEER_DEAD_AFTER_S", 10 * interval),
             projector_ack_wait_s=_env_float("EVENTLOOM_PROJECTOR_ACK_WAIT_S", DEFAULT_PROJECTOR_ACK_WAIT_S),
+            projector_linger_ms=_env_int("EVENTLOOM_PROJECTOR_LINGER_MS", DEFAULT_PROJECTOR_LINGER_MS),
             projector_batch=_env_int("EVENTLOOM_PROJECTOR_BATCH", 0) or None,
             ladybug_buffer_pool_mb=_env_int(
                 "EVENTLOOM_LADYBUG_BUFFER_POOL_MB", DEFAULT_LADYBUG_BUFFER_POOL_MB
@@ -258,6 +273,7 @@ class Settings:
             "EVENTLOOM_PEER_SUSPECT_AFTER_S": repr(self.peer_suspect_after_s),
             "EVENTLOOM_PEER_DEAD_AFTER_S": repr(self.peer_dead_after_s),
             "EVENTLOOM_PROJECTOR_ACK_WAIT_S": repr(self.projector_ack_wait_s),
+            "EVENTLOOM_PROJECTOR_LINGER_MS": str(self.projector_linger_ms),
             "EVENTLOOM_PROJECTOR_BATCH": str(self.projector_batch or ""),
             "EVENTLOOM_LADYBUG_BUFFER_POOL_MB": str(self.ladybug_buffer_pool_mb),
             "EVENTLOOM_MALLOC_ARENAS": str(self.malloc_arenas),

@@ -32,7 +32,9 @@ def worker_options(settings: Settings, *, sole_worker: bool = False) -> RunnerOp
     """A worker's options from the settings: its ack wait governs how soon another worker takes over, its
     batch how many events it holds at once (larger when it is the process's only worker)."""
     return RunnerOptions(
-        ack_wait_s=settings.projector_ack_wait_s, batch=settings.worker_batch(sole_worker=sole_worker)
+        ack_wait_s=settings.projector_ack_wait_s,
+        batch=settings.worker_batch(sole_worker=sole_worker),
+        linger_s=settings.projector_linger_ms / 1000,
     )
 
 

@@ -176,7 +176,7 @@ class ProjectorRunner:
             await self._fence()  # a fenced worker must not even pull: what it pulls, others wait for
             with self.stats.stages.timed("fetch"):
                 messages = await self._consumer.fetch(
-                    self.options.batch, timeout=self.options.fetch_timeout_s
+                    self.options.batch, timeout=self.options.fetch_timeout_s, linger_s=self.options.linger_s
                 )
             self.in_progress.hold(messages)
             # the next batch is decoded and verified while the previous one is written (the store writes

@@ -17,6 +17,10 @@ class RunnerOptions:
     events at a time (fresh), one behind applies large batches (each batch's fixed costs, a transaction
     and a statement per kind of row, shared by more events). What a worker holds in memory grows with it
     (`EVENTLOOM_PROJECTOR_BATCH`, `Settings.worker_batch`)."""
+    linger_s: float = 0.0
+    """A fetch that brings fewer than `batch` events waits this long in all for more before the batch is
+    applied (`EVENTLOOM_PROJECTOR_LINGER_MS`, `Settings.projector_linger_ms`): fewer commits under a
+    trickle. 0: apply what came at once."""
     max_deliver: int = 5
     backoff_s: Sequence[float] = (0.5, 2.0, 10.0, 30.0)
     fetch_timeout_s: float = 0.5

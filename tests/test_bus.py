@@ -102,6 +102,40 @@ async def test_durable_consumer_fetches_acks_redelivers_and_replays(log: EventLo
     await replay.close()
 
 
+async def test_a_lingering_fetch_gathers_a_trickle_into_one_batch(log: EventLog) -> None:
+    def consumer(name: str) -> DurableConsumer:
+        spec = ConsumerSpec(durable=name, filter_subjects=log.layout.partition_subjects())
+        return DurableConsumer(log.client, log.layout.name, spec)
+
+    eager, patient = consumer("eager"), consumer("patient")
+    await eager.open()
+    await patient.open()
+
+    async def trickle() -> None:
+        for n in range(6):
+            await log.append("s", "note.added", "t", {"n": n})
+            await asyncio.sleep(0.05)
+
+    appending = asyncio.create_task(trickle())
+    first_eager, gathered = await asyncio.gather(
+        eager.fetch(100, timeout=2), patient.fetch(100, timeout=2, linger_s=2.0)
+    )
+    await appending
+    assert 1 <= len(first_eager) < 6  # what had come when the first event did
+    assert [m.metadata.sequence.stream for m in gathered] == [1, 2, 3, 4, 5, 6]
+
+    # a full batch does not wait out the linger, and nothing to fetch is not lingered on
+    for n in range(5):
+        await log.append("s", "note.added", "t", {"n": 6 + n})
+    full = await asyncio.wait_for(eager.fetch(3, timeout=2, linger_s=60.0), timeout=10)
+    assert len(full) == 3
+    for message in await patient.fetch(10, timeout=2):
+        await message.ack()
+    assert await asyncio.wait_for(patient.fetch(10, timeout=0.3, linger_s=60.0), timeout=10) == []
+    await eager.close()
+    await patient.close()
+
+
 async def test_unacked_messages_come_back_after_ack_wait(log: EventLog) -> None:
     await log.append("s", "note.added", "t", {})
     spec = ConsumerSpec(durable="slow", filter_subjects=log.layout.partition_subjects(), ack_wait_s=0.5)

@@ -88,6 +88,8 @@ async def test_the_buffer_pool_setting_reaches_ladybug(
         ("EVENTLOOM_PROJECTOR_BATCH", "-1", "projector_batch"),
         ("EVENTLOOM_PROJECTOR_BATCH", "10001", "projector_batch"),
         ("EVENTLOOM_PROJECTOR_BATCH", "lots", "EVENTLOOM_PROJECTOR_BATCH"),
+        ("EVENTLOOM_PROJECTOR_LINGER_MS", "-1", "projector_linger_ms"),
+        ("EVENTLOOM_PROJECTOR_LINGER_MS", "10001", "projector_linger_ms"),
     ],
 )
 def test_memory_settings_refuse_nonsense_by_name(
@@ -106,12 +108,15 @@ def test_memory_settings_reach_child_processes(tmp_path: Path, monkeypatch: pyte
         malloc_mmap_threshold_kib=128,
         memory_trim_s=7.5,
         projector_batch=250,
+        projector_linger_ms=50,
     )
     for variable, value in settings.to_env().items():
         monkeypatch.setenv(variable, value)
     again = Settings.from_env()
     assert (again.ladybug_buffer_pool_mb, again.malloc_arenas, again.memory_trim_s) == (512, 4, 7.5)
     assert (again.projector_batch, again.malloc_mmap_threshold_kib) == (250, 128)
+    assert again.projector_linger_ms == 50
+    assert worker_options(again).linger_s == 0.05
 
 
 def test_a_worker_batch_is_smaller_in_a_node_than_in_a_process_of_its_own(

@@ -158,11 +158,20 @@ class DurableConsumer:
         self._inbox = _PullInbox(self._client, self.stream, self.spec.durable)
         await self._inbox.open()
 
-    async def fetch(self, batch: int = 256, timeout: float = 1.0) -> list[Msg]:
-        """Up to `batch` messages; an empty list when none arrive within `timeout`."""
+    async def fetch(self, batch: int = 256, timeout: float = 1.0, linger_s: float = 0.0) -> list[Msg]:
+        """Up to `batch` messages; an empty list when none arrive within `timeout`. Once some came, fewer
+        than `batch`, more are awaited until `linger_s` has passed since (fewer, larger batches under a
+        trickle)."""
         if self._inbox is None:
             raise RuntimeError("consumer is not open")
-        return await self._inbox.fetch(batch, timeout)
+        messages = await self._inbox.fetch(batch, timeout)
+        if not messages or linger_s <= 0:
+            return messages
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + linger_s
+        while len(messages) < batch and (remaining := deadline - loop.time()) > 0:
+            messages += await self._inbox.fetch(batch - len(messages), remaining)
+        return messages
 
     async def restart_from(self, stream_seq: int) -> None:
         """Recreate the consumer so delivery continues at `stream_seq` (used after a read-model swap)."""
