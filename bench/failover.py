@@ -382,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
                     data_dir=root / "data", nats_url=info.nats_url, graph_backend="neo4j", projectors="graph",
                     producers="none", embedder="hash", neo4j_uri=endpoint.uri, neo4j_user=endpoint.user,
                     neo4j_password=endpoint.password,
+                    projector_linger_ms=0,  # batches as they come: a linger gathers a kill's load into one
                 )  # fmt: skip
                 overrides = {"projector_lease_s": args.lease_s, "projector_ack_wait_s": args.ack_wait_s}
                 settings = dataclasses.replace(settings, **{k: v for k, v in overrides.items() if v})
