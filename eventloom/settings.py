@@ -108,7 +108,7 @@ class Settings:
     # unacknowledged this long goes to another worker of its consumer; a live one keeps its batch alive.
     projector_ack_wait_s: float = DEFAULT_PROJECTOR_ACK_WAIT_S
     # How long a caught-up worker waits for more events before it applies a batch smaller than its largest
-    # (docs/operations.md, the settings table), in ms: fewer, larger commits under a trickle (0: apply at once).
+    # (docs/operations.md, settings table), in ms: fewer, larger commits under a trickle (0: apply at once).
     projector_linger_ms: int = DEFAULT_PROJECTOR_LINGER_MS
     # Memory bounds (docs/operations.md#memory): events per worker's batch, each LadybugDB database's buffer
     # pool in MiB (0: the engine's default, 80 % of the machine's memory), glibc malloc arenas (0: glibc's
@@ -160,6 +160,11 @@ class Settings:
             raise ValueError(
                 f"projector_linger_ms: must be 0 to {MAX_PROJECTOR_LINGER_MS:,} ms "
                 "(EVENTLOOM_PROJECTOR_LINGER_MS)"
+            )
+        if self.projector_linger_ms / 1000 >= self.projector_ack_wait_s / 2:  # events wait unkept meanwhile
+            raise ValueError(
+                "projector_linger_ms: must be under half the ack wait, or what a lingering worker holds goes "
+                "to another (EVENTLOOM_PROJECTOR_LINGER_MS, EVENTLOOM_PROJECTOR_ACK_WAIT_S)"
             )
         if self.projector_batch is not None and not 1 <= self.projector_batch <= MAX_PROJECTOR_BATCH:
             raise ValueError(

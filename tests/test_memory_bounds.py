@@ -90,6 +90,7 @@ async def test_the_buffer_pool_setting_reaches_ladybug(
         ("EVENTLOOM_PROJECTOR_BATCH", "lots", "EVENTLOOM_PROJECTOR_BATCH"),
         ("EVENTLOOM_PROJECTOR_LINGER_MS", "-1", "projector_linger_ms"),
         ("EVENTLOOM_PROJECTOR_LINGER_MS", "10001", "projector_linger_ms"),
+        ("EVENTLOOM_PROJECTOR_LINGER_MS", "2500", "projector_linger_ms"),  # half the default ack wait
     ],
 )
 def test_memory_settings_refuse_nonsense_by_name(
