@@ -139,7 +139,7 @@ async def append_in_flight(
 
 @dataclass
 class Workers:
-    """The graph workers of a run: the active one first, then the standbys (in the order they joined)."""
+    """A run's graph workers, the active one first; no linger (it would gather a kill's load in one batch)."""
 
     settings: Settings
     workdir: Path
@@ -147,7 +147,7 @@ class Workers:
 
     def join(self) -> tuple[subprocess.Popen[bytes], Path]:
         log_file = self.workdir / f"worker-{len(os.listdir(self.workdir))}.log"
-        self.running.append(start_worker(self.settings, log_file))
+        self.running.append(start_worker(dataclasses.replace(self.settings, projector_linger_ms=0), log_file))
         return self.running[-1], log_file
 
     def stop_all(self) -> list[int]:
@@ -382,7 +382,6 @@ def main(argv: list[str] | None = None) -> int:
                     data_dir=root / "data", nats_url=info.nats_url, graph_backend="neo4j", projectors="graph",
                     producers="none", embedder="hash", neo4j_uri=endpoint.uri, neo4j_user=endpoint.user,
                     neo4j_password=endpoint.password,
-                    projector_linger_ms=0,  # batches as they come: a linger gathers a kill's load into one
                 )  # fmt: skip
                 overrides = {"projector_lease_s": args.lease_s, "projector_ack_wait_s": args.ack_wait_s}
                 settings = dataclasses.replace(settings, **{k: v for k, v in overrides.items() if v})

@@ -142,12 +142,7 @@ async def test_kill_9_of_the_active_graph_worker_mid_batch(neo4j_settings: Setti
     pid gone and must wait out the lease, as one on another host would; then `kill -9`). The standby takes
     the lease over and carries on within the lease (plus slack), and the graph ends equal to a clean
     rebuild, nothing lost, nothing applied twice."""
-    settings = dataclasses.replace(
-        neo4j_settings,
-        projector_lease_s=LEASE_S,
-        projector_ack_wait_s=ACK_WAIT_S,
-        projector_linger_ms=0,  # the kill must land mid-batch: a linger gathers this quick load into one
-    )
+    settings = dataclasses.replace(neo4j_settings, projector_lease_s=LEASE_S, projector_ack_wait_s=ACK_WAIT_S)
     async with neo4j_store(settings) as store:
         await store.clear()
     workers = Workers(settings, tmp_path / "workers")
