@@ -141,3 +141,16 @@ def test_known_hashes_benchmark_reports_the_shared_memory_below_one_copy_per_con
     each, shared = report["mb_one_each"], report["mb_shared"]
     assert isinstance(each, float) and isinstance(shared, float)
     assert 0 < shared < each / 2  # three copies against one
+
+
+def test_checkpoint_benchmark_times_a_checkpoint_and_the_reads_it_runs_beside() -> None:
+    report: dict[str, Any] = run_bench(
+        "checkpoint.py", "--sizes", "400", "--commits", "3", "--per-commit", "2", "--synthetic-rows", "500"
+    )
+    point = report["sizes"]["400"]
+    assert point["trickle_commits"] == 3 and point["checkpoint_s"] > 0
+    assert 0 < point["commit_ms"]["p50"] <= point["commit_ms"]["max"]
+    assert point["reads_ms"]["before"]["count"] > 0 and point["reads_ms"]["after"]["count"] > 0
+    assert point["rel_rows"]["HAS_EVENT"] == 400 + 3 * 2  # every event, the trickle's included
+    assert point["rel_rows"]["RELATES"] > 0
+    assert set(report["synthetic_checkpoint_ms"]) == {"rows", "none", "int64_x8", "string_x8"}
