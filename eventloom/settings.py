@@ -31,6 +31,12 @@ until the next checkpoint. Waiting this long for more turns them into ~5 larger 
 behind never waits (its fetch fills the batch), and what an agent reads lags at most this much more."""
 MAX_PROJECTOR_LINGER_MS: Final = 10_000
 CLUSTER_SIZES: Final = (1, 3, 5)
+DEFAULT_NATS_MEMORY_LIMIT_MB: Final = 64
+"""The soft memory limit (Go's `GOMEMLIMIT`) of each nats-server the node starts itself. Under a steady
+trickle the server grew 28 -> 85-102 MB in ten minutes with Go's default (collect when the heap doubles,
+hand pages back lazily); with a 40 MiB limit it stayed at 46-53 MB. Past the limit Go collects more often
+rather than growing (its collector takes at most half the CPU): raise it for a large stream."""
+MAX_NATS_MEMORY_LIMIT_MB: Final = 1 << 20
 DEFAULT_LADYBUG_BUFFER_POOL_MB: Final = 2048
 """Per LadybugDB database. The engine's default (80 % of memory) costs ~2 MB resident per GiB of pool in
 page bookkeeping at open (~37 MB a database on 24 GB); 2 GiB held bench/project.py's 100,000 events."""
@@ -116,6 +122,9 @@ class Settings:
     # threshold) and how often the node hands freed memory back to the system (0: never).
     projector_batch: int | None = None  # None: the process's default (`worker_batch`)
     ladybug_buffer_pool_mb: int = DEFAULT_LADYBUG_BUFFER_POOL_MB
+    # The soft memory limit of each nats-server the node starts itself, in MiB (0: Go's default, or the
+    # GOMEMLIMIT of the node's own environment).
+    nats_memory_limit_mb: int = DEFAULT_NATS_MEMORY_LIMIT_MB
     malloc_arenas: int = 2
     malloc_mmap_threshold_kib: int = 256
     memory_trim_s: float = 30.0
@@ -174,6 +183,11 @@ class Settings:
             raise ValueError(
                 "ladybug_buffer_pool_mb: must be 0 (the engine's default) or a size in MiB "
                 "(EVENTLOOM_LADYBUG_BUFFER_POOL_MB)"
+            )
+        if self.nats_memory_limit_mb != 0 and not 16 <= self.nats_memory_limit_mb <= MAX_NATS_MEMORY_LIMIT_MB:
+            raise ValueError(
+                f"nats_memory_limit_mb: must be 0 (Go's default) or 16 to {MAX_NATS_MEMORY_LIMIT_MB:,} MiB "
+                "(EVENTLOOM_NATS_MEMORY_LIMIT_MB)"
             )
         if not 0 <= self.malloc_arenas <= 1024:
             raise ValueError("malloc_arenas: must be 0 (glibc's default) to 1024 (EVENTLOOM_MALLOC_ARENAS)")
@@ -247,6 +261,7 @@ class Settings:
             ladybug_buffer_pool_mb=_env_int(
                 "EVENTLOOM_LADYBUG_BUFFER_POOL_MB", DEFAULT_LADYBUG_BUFFER_POOL_MB
             ),
+            nats_memory_limit_mb=_env_int("EVENTLOOM_NATS_MEMORY_LIMIT_MB", DEFAULT_NATS_MEMORY_LIMIT_MB),
             malloc_arenas=_env_int("EVENTLOOM_MALLOC_ARENAS", 2),
             malloc_mmap_threshold_kib=_env_int("EVENTLOOM_MALLOC_MMAP_THRESHOLD_KIB", 256),
             memory_trim_s=_env_float("EVENTLOOM_MEMORY_TRIM_S", 30.0),
@@ -281,6 +296,7 @@ class Settings:
             "EVENTLOOM_PROJECTOR_LINGER_MS": str(self.projector_linger_ms),
             "EVENTLOOM_PROJECTOR_BATCH": str(self.projector_batch or ""),
             "EVENTLOOM_LADYBUG_BUFFER_POOL_MB": str(self.ladybug_buffer_pool_mb),
+            "EVENTLOOM_NATS_MEMORY_LIMIT_MB": str(self.nats_memory_limit_mb),
             "EVENTLOOM_MALLOC_ARENAS": str(self.malloc_arenas),
             "EVENTLOOM_MALLOC_MMAP_THRESHOLD_KIB": str(self.malloc_mmap_threshold_kib),
             "EVENTLOOM_MEMORY_TRIM_S": repr(self.memory_trim_s),

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from eventloom import malloc
+from eventloom.bus.cluster import local_nats
 from eventloom.event import Event
 from eventloom.log import EventLog
 from eventloom.settings import Settings
@@ -91,6 +92,9 @@ async def test_the_buffer_pool_setting_reaches_ladybug(
         ("EVENTLOOM_PROJECTOR_LINGER_MS", "-1", "projector_linger_ms"),
         ("EVENTLOOM_PROJECTOR_LINGER_MS", "10001", "projector_linger_ms"),
         ("EVENTLOOM_PROJECTOR_LINGER_MS", "2500", "projector_linger_ms"),  # half the default ack wait
+        ("EVENTLOOM_NATS_MEMORY_LIMIT_MB", "-1", "nats_memory_limit_mb"),
+        ("EVENTLOOM_NATS_MEMORY_LIMIT_MB", "8", "nats_memory_limit_mb"),  # below anything a server runs in
+        ("EVENTLOOM_NATS_MEMORY_LIMIT_MB", str((1 << 20) + 1), "nats_memory_limit_mb"),
     ],
 )
 def test_memory_settings_refuse_nonsense_by_name(
@@ -110,6 +114,7 @@ def test_memory_settings_reach_child_processes(tmp_path: Path, monkeypatch: pyte
         memory_trim_s=7.5,
         projector_batch=250,
         projector_linger_ms=50,
+        nats_memory_limit_mb=96,
     )
     for variable, value in settings.to_env().items():
         monkeypatch.setenv(variable, value)
@@ -118,6 +123,29 @@ def test_memory_settings_reach_child_processes(tmp_path: Path, monkeypatch: pyte
     assert (again.projector_batch, again.malloc_mmap_threshold_kib) == (250, 128)
     assert again.projector_linger_ms == 50
     assert worker_options(again).linger_s == 0.05
+    assert again.nats_memory_limit_mb == 96
+
+
+def server_memory_limit(pid: int | None) -> str | None:
+    assert pid is not None
+    environment = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    limits = [item.split(b"=", 1)[1].decode() for item in environment if item.startswith(b"GOMEMLIMIT=")]
+    return limits[0] if limits else None
+
+
+async def test_the_node_starts_its_nats_server_with_the_memory_limit_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GOMEMLIMIT", "300MiB")  # the node's own environment, which a setting overrides
+    for limit, expected in ((48, "48MiB"), (0, "300MiB")):
+        settings = Settings(data_dir=tmp_path / str(limit), nats_memory_limit_mb=limit)
+        server = local_nats(settings, authorization="")
+        await server.start()
+        try:
+            assert server_memory_limit(server.pid) == expected
+        finally:
+            await server.stop()
+    assert Settings(data_dir=tmp_path).nats_memory_limit_mb == 64  # the default bounds it too
 
 
 def test_a_worker_batch_is_smaller_in_a_node_than_in_a_process_of_its_own(

@@ -24,7 +24,7 @@ from eventloom.bus.replicas import server_count
 from eventloom.errors import EventloomError
 from eventloom.keys import atomic_write
 from eventloom.runtime import NatsServer
-from eventloom.settings import CLUSTER_SIZES, Settings
+from eventloom.settings import CLUSTER_SIZES, DEFAULT_NATS_MEMORY_LIMIT_MB, Settings
 
 ROUTE_SECRET_FILE: Final = "route-secret"  # noqa: S105 (a file name)
 _META_LEADER_TIMEOUT_S: Final = 60.0
@@ -81,6 +81,7 @@ class NatsCluster:
         *,
         authorization: str = "",
         supervise: bool = True,
+        memory_limit_mb: int = DEFAULT_NATS_MEMORY_LIMIT_MB,
     ) -> None:
         if size not in CLUSTER_SIZES or size == 1:  # one server is `EmbeddedNats` alone
             raise EventloomError(f"cluster: must be 3 or 5 servers, got {size}")
@@ -89,6 +90,7 @@ class NatsCluster:
         self.sync = sync
         self.authorization = authorization
         self.supervise = supervise
+        self.memory_limit_mb = memory_limit_mb
         self.servers: list[EmbeddedNats] = []
         self.on_restart: Callable[[], Awaitable[None]] | None = None
 
@@ -113,6 +115,7 @@ class NatsCluster:
                 authorization=self.authorization,
                 server_name=name,
                 port=ports[name][0],
+                memory_limit_mb=self.memory_limit_mb,
                 cluster=ClusterBlock(
                     listen=f"127.0.0.1:{ports[name][1]}",
                     routes=tuple(f"127.0.0.1:{ports[other][1]}" for other in names if other != name),
@@ -195,9 +198,13 @@ LocalNats = EmbeddedNats | NatsCluster
 
 def local_nats(settings: Settings, authorization: str) -> LocalNats:
     """The server(s) a node starts when no NATS URL is set: one, or a cluster of `settings.cluster`."""
+    limit = settings.nats_memory_limit_mb
     if settings.cluster > 1:
-        return NatsCluster(settings.nats_dir, settings.cluster, settings.sync, authorization=authorization)
-    return EmbeddedNats(settings.nats_dir, settings.sync, authorization=authorization)
+        size = settings.cluster
+        return NatsCluster(
+            settings.nats_dir, size, settings.sync, authorization=authorization, memory_limit_mb=limit
+        )
+    return EmbeddedNats(settings.nats_dir, settings.sync, authorization=authorization, memory_limit_mb=limit)
 
 
 def describe_nats(nats: LocalNats) -> list[NatsServer]:

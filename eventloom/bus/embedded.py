@@ -7,6 +7,7 @@ import contextlib
 import ctypes
 import json
 import logging
+import os
 import resource
 import shutil
 import signal
@@ -19,6 +20,7 @@ from urllib.parse import quote
 
 from eventloom.errors import EventloomError
 from eventloom.keys import atomic_write
+from eventloom.settings import DEFAULT_NATS_MEMORY_LIMIT_MB
 
 log = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1
@@ -108,6 +110,14 @@ def server_config(
     )
 
 
+def server_environment(memory_limit_mb: int) -> dict[str, str]:
+    """This process's environment for a nats-server, with its soft memory limit when one is set."""
+    environment = dict(os.environ)
+    if memory_limit_mb:
+        environment["GOMEMLIMIT"] = f"{memory_limit_mb}MiB"
+    return environment
+
+
 class EmbeddedNats:
     """Starts nats-server on loopback with JetStream under `<data>/nats`, and restarts it if it dies.
 
@@ -125,10 +135,12 @@ class EmbeddedNats:
         server_name: str | None = None,
         cluster: ClusterBlock | None = None,
         port: int = 0,
+        memory_limit_mb: int = DEFAULT_NATS_MEMORY_LIMIT_MB,
     ) -> None:
         """`authorization`: the config's `authorization` block (`eventloom.bus.auth`); empty: open.
         `server_name` and `cluster`: a member of a cluster (`eventloom.bus.cluster`), whose client `port`
-        was chosen beforehand (0: the remembered one if free, else any)."""
+        was chosen beforehand (0: the remembered one if free, else any). `memory_limit_mb`: the server's
+        soft memory limit (`GOMEMLIMIT`; 0: whatever this process's environment says)."""
         self.nats_dir = nats_dir
         self.sync = sync
         self.authorization = authorization
@@ -136,6 +148,7 @@ class EmbeddedNats:
         self.server_name = server_name
         self.cluster = cluster
         self.port = port
+        self.memory_limit_mb = memory_limit_mb
         self._process: asyncio.subprocess.Process | None = None
         self._watcher: asyncio.Task[None] | None = None
         self._stopping = False
@@ -189,6 +202,7 @@ class EmbeddedNats:
                 str(config_path),
                 stdout=log,
                 stderr=log,
+                env=server_environment(self.memory_limit_mb),
                 preexec_fn=_die_with_parent,
             )
         finally:
