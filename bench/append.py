@@ -51,7 +51,7 @@ from eventloom.ledger.mirror import MIRROR_CONSUMER
 from eventloom.log import EventLog
 from eventloom.request import AppendRequest
 from eventloom.runtime import RuntimeInfo
-from eventloom.settings import Settings
+from eventloom.settings import DEFAULT_NATS_MEMORY_LIMIT_MB, Settings
 from gateway.node_process import NodeProcess
 
 RAW_STREAM = "BENCHRAW"
@@ -82,6 +82,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--nats-url", default=None, help="use this NATS server instead of an embedded one")
     parser.add_argument("--sync", default="default", help="fsync policy of the embedded server (default)")
+    parser.add_argument(
+        "--nats-memory-limit-mb",
+        type=int,
+        default=DEFAULT_NATS_MEMORY_LIMIT_MB,
+        help="soft memory limit of the embedded server, MiB (default 0: Go's default)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary data dir")
     parser.add_argument("--json", action="store_true", help="accepted for symmetry: output is always JSON")
     args = parser.parse_args(argv)
@@ -253,7 +259,12 @@ def ledger_lines(ledger_dir: Path, sessions: list[str]) -> dict[str, int]:
 async def bench(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
     # The log alone (embedded NATS + ledger mirror): projectors and producers have their own benchmarks.
     log_only = Settings(
-        data_dir=data_dir, nats_url=args.nats_url, sync=args.sync, projectors="none", producers="none"
+        data_dir=data_dir,
+        nats_url=args.nats_url,
+        sync=args.sync,
+        projectors="none",
+        producers="none",
+        nats_memory_limit_mb=args.nats_memory_limit_mb,
     )
     node = NodeProcess(log_only)
     console.print(f"starting node in {data_dir}")

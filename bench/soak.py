@@ -101,6 +101,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="EVENTLOOM_MALLOC_MMAP_THRESHOLD_KIB of the node (default 256; 0: glibc's sliding threshold)",
     )
     parser.add_argument(
+        "--nats-memory-limit-mb",
+        type=int,
+        default=None,
+        help="EVENTLOOM_NATS_MEMORY_LIMIT_MB of the node (default 0: Go's default)",
+    )
+    parser.add_argument(
         "--unbounded",
         action="store_true",
         help="the memory settings as before issue 23: engine-default buffer pools, glibc arenas and "
@@ -308,6 +314,8 @@ async def bench(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
         settings = replace(settings, projector_linger_ms=args.projector_linger_ms)
     if args.mmap_threshold_kib is not None:
         settings = replace(settings, malloc_mmap_threshold_kib=args.mmap_threshold_kib)
+    if args.nats_memory_limit_mb is not None:
+        settings = replace(settings, nats_memory_limit_mb=args.nats_memory_limit_mb)
     if args.unbounded:
         settings = replace(
             settings,

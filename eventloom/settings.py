@@ -31,11 +31,12 @@ until the next checkpoint. Waiting this long for more turns them into ~5 larger 
 behind never waits (its fetch fills the batch), and what an agent reads lags at most this much more."""
 MAX_PROJECTOR_LINGER_MS: Final = 10_000
 CLUSTER_SIZES: Final = (1, 3, 5)
-DEFAULT_NATS_MEMORY_LIMIT_MB: Final = 64
-"""The soft memory limit (Go's `GOMEMLIMIT`) of each nats-server the node starts itself. Under a steady
-trickle the server grew 28 -> 85-102 MB in ten minutes with Go's default (collect when the heap doubles,
-hand pages back lazily); with a 40 MiB limit it stayed at 46-53 MB. Past the limit Go collects more often
-rather than growing (its collector takes at most half the CPU): raise it for a large stream."""
+DEFAULT_NATS_MEMORY_LIMIT_MB: Final = 0
+"""The soft memory limit (Go's `GOMEMLIMIT`) of each nats-server the node starts itself; 0: Go's default, or
+the GOMEMLIMIT of the node's own environment. Off by default: under a steady trickle the server grew 28 ->
+85-102 MB in ten minutes (Go collects when its heap has doubled and hands pages back lazily), and 46-53 MB
+with a 40 MiB limit; but a limit below what a burst needs makes Go collect all the time, and 100,000 events
+appended at full speed went 30-35 % slower with 64 MiB (docs/operations.md#memory)."""
 MAX_NATS_MEMORY_LIMIT_MB: Final = 1 << 20
 DEFAULT_LADYBUG_BUFFER_POOL_MB: Final = 2048
 """Per LadybugDB database. The engine's default (80 % of memory) costs ~2 MB resident per GiB of pool in
@@ -123,7 +124,7 @@ class Settings:
     projector_batch: int | None = None  # None: the process's default (`worker_batch`)
     ladybug_buffer_pool_mb: int = DEFAULT_LADYBUG_BUFFER_POOL_MB
     # The soft memory limit of each nats-server the node starts itself, in MiB (0: Go's default, or the
-    # GOMEMLIMIT of the node's own environment).
+    # GOMEMLIMIT of the node's own environment): a smaller server under a trickle, a slower one in a burst.
     nats_memory_limit_mb: int = DEFAULT_NATS_MEMORY_LIMIT_MB
     malloc_arenas: int = 2
     malloc_mmap_threshold_kib: int = 256

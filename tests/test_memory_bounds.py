@@ -145,7 +145,7 @@ async def test_the_node_starts_its_nats_server_with_the_memory_limit_setting(
             assert server_memory_limit(server.pid) == expected
         finally:
             await server.stop()
-    assert Settings(data_dir=tmp_path).nats_memory_limit_mb == 64  # the default bounds it too
+    assert Settings(data_dir=tmp_path).nats_memory_limit_mb == 0  # off unless asked: bursts pay for it
 
 
 def test_a_worker_batch_is_smaller_in_a_node_than_in_a_process_of_its_own(
