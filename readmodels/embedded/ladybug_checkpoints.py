@@ -6,9 +6,10 @@ copy of a 20,000-event graph: one-event commits grew the process 300 KB each, an
 all of it back). A bound on the log's size alone let a node fed one event a second grow ~1 GB an hour:
 its log grows only ~15 KB a commit. So a checkpoint is also due after a number of commits or events.
 
-A checkpoint costs more as the database grows (0.2 s at 2,500 events, 3 s at 20,000 here), and the engine
-takes it inside the commit, holding every event behind it: an idle store folds early and cheaply, a busy
-one only past the larger bounds.
+A checkpoint costs more as the database grows (0.2 s at 2,500 events, 3 s at 20,000 here): its cost follows
+the rows and string columns of each relationship table the commits touched, not how much they wrote
+(`bench/checkpoint.py`). The engine takes it inside the commit, holding every event behind it: an idle
+store folds early and cheaply, a busy one only past the larger bounds. Reads go on beside it, slower.
 """
 
 from __future__ import annotations
