@@ -21,14 +21,12 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import ladybug
-import msgspec
 import pyarrow as pa
-from common import console, machine, percentiles, progress_bar, server_binary_version
+from common import console, percentiles, print_report, progress_bar
 from corpus import Corpus
 from graph_rows import chained
 
@@ -215,9 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             "rows": args.synthetic_rows,
             **synthetic(args.synthetic_rows, Path(tmp)),
         }
-    result["machine"] = machine(server_binary_version())
-    result["date"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    sys.stdout.write(msgspec.json.encode(result).decode() + "\n")
+    print_report(result)
     return 0
 
 

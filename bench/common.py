@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,13 @@ def machine(server_version: str) -> dict[str, Any]:
         "nats_server": server_version,
         "nats_py": metadata.version("nats-py"),
     }
+
+
+def print_report(result: dict[str, Any]) -> None:
+    """Stamp `result` with this machine and the time, and print it as the one JSON line on stdout."""
+    result["machine"] = machine(server_binary_version())
+    result["date"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    sys.stdout.write(msgspec.json.encode(result).decode() + "\n")
 
 
 def server_binary_version() -> str:

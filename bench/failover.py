@@ -31,14 +31,12 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import nats.js.errors
 import neo4j
-from common import console, machine, percentiles, progress_bar, server_binary_version
+from common import console, percentiles, print_report, progress_bar
 from consumer_watch import CONSUMER, ConsumerWatch
 from nats.aio.client import Client
 
@@ -390,9 +388,7 @@ def main(argv: list[str] | None = None) -> int:
                 node.stop()
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    result["machine"] = machine(server_binary_version())
-    result["date"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    sys.stdout.write(msgspec.json.encode(result).decode() + "\n")
+    print_report(result)
     return 0
 
 

@@ -12,14 +12,13 @@ edge rows: the rows per event of the second log grow with its length.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
-from common import console, machine, progress_bar, server_binary_version
+from common import console, print_report, progress_bar
 from corpus import Corpus
 from load import realistic
 
@@ -120,9 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, request in LOGS.items():
         console.print(f"{name}: {args.events} events")
         result[name] = measure(name, request, args.events, args.checkpoints)
-    result["machine"] = machine(server_binary_version())
-    result["date"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    sys.stdout.write(msgspec.json.encode(result).decode() + "\n")
+    print_report(result)
     return 0
 
 
