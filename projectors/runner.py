@@ -24,7 +24,7 @@ from eventloom.bus.consumer import ConsumerSpec, DurableConsumer
 from eventloom.bus.stream import StreamLayout
 from eventloom.citations import KnownHashes
 from eventloom.dlq import forget_dead_letter, take_retry_requests
-from eventloom.errors import ReadModelBrokenError, ReadModelUnavailableError
+from eventloom.errors import ReadModelBrokenError
 from eventloom.event import decode_event
 from eventloom.keys import KeyStore
 from eventloom.stages import StageTimes
@@ -38,6 +38,7 @@ from projectors.partitions import consumer_name
 from projectors.protocol import Idles, Profiled, Projector, Rebuildable, SkipsSessions
 from projectors.runner_options import RunnerOptions, RunnerStats, TroubleListener
 from projectors.status import StatsPublisher
+from projectors.unavailable import StoppedWhileUnavailable, UnavailableWaits
 
 __all__ = ["ProjectorRunner", "RunnerOptions", "RunnerStats", "TroubleListener"]
 
@@ -66,8 +67,6 @@ class ProjectorRunner:
         self._client = client
         self.lease = lease
         """Held while this worker applies; without one (rebuilds), it applies whenever it runs."""
-        self._on_trouble = on_trouble
-        self.trouble: str | None = None  # why the read model cannot be written now (None: it can)
         self._verifier = EventVerifier(keys, client, layout, known)
         self._layout = layout
         self.projector = projector
@@ -89,6 +88,9 @@ class ProjectorRunner:
         self._stats_publisher = StatsPublisher(client, self.consumer)
         self.in_order = role != "producer"  # producers are fenced per derivation; order does not matter
         self.stats = RunnerStats()
+        self._store = UnavailableWaits(
+            self.consumer, self.options.unavailable_retry_s, self.stats, on_trouble
+        )
         self._letters = DeadLetterBox(
             client,
             self.consumer,
@@ -100,15 +102,24 @@ class ProjectorRunner:
         self._in_flight: asyncio.Task[None] | None = None  # the batch being written
         self.in_progress = InProgress(self.options.ack_wait_s, alive=lambda: lease is None or lease.held)
 
+    @property
+    def trouble(self) -> str | None:
+        """Why the read model cannot be written now (None: it can)."""
+        return self._store.trouble
+
     async def run(self, stop: asyncio.Event) -> None:
-        if self.lease is not None:
-            await self._run_leased(self.lease, stop)
-            return
-        await self._with_store(self.projector.open)  # a read model that is down at start is waited for
+        self._store.stop = stop
         try:
-            await self._run_active(stop)
-        finally:
-            await self.projector.close()
+            if self.lease is not None:
+                await self._run_leased(self.lease, stop)
+                return
+            await self._with_store(self.projector.open)  # a read model that is down at start is waited for
+            try:
+                await self._run_active(stop)
+            finally:
+                await self.projector.close()
+        except StoppedWhileUnavailable as stopped:
+            log.info("%s", stopped)  # what it held is delivered again when a worker next runs
 
     async def _run_leased(self, lease: ConsumerLease, stop: asyncio.Event) -> None:
         """Stand by until the consumer's lease is ours, apply while it is, stand by again if fenced.
@@ -372,30 +383,10 @@ class ProjectorRunner:
 
     async def _with_store(self, call: Callable[[], Awaitable[T]]) -> T:
         """Retry while the read model is unavailable: pause, never ack, never dead-letter."""
-        waits = self.options.unavailable_retry_s
-        attempt = 0
-        while True:
-            try:
-                result = await call()
-            except ReadModelUnavailableError as exc:
-                wait = waits[min(attempt, len(waits) - 1)]
-                log.warning("%s: read model unavailable (%s); pausing %.1fs", self.consumer, exc, wait)
-                await self._troubled(f"read model unavailable: {exc}", wait)
-                self.stats.paused_s += wait
-                attempt += 1
-                await asyncio.sleep(wait)
-            else:
-                if self.trouble is not None:
-                    await self._troubled(None, None)
-                return result
-
-    async def _troubled(self, trouble: str | None, retry_in_s: float | None) -> None:
-        self.trouble = trouble
-        if self._on_trouble is not None:
-            await self._on_trouble(trouble, retry_in_s)
+        return await self._store.call(call)
 
 
 def _abandoned(consumer: str, error: BaseException | None) -> None:
     """The batch in flight had ended when the pump stopped: nothing of it was acknowledged."""
-    if error is not None and not isinstance(error, Fenced):
+    if error is not None and not isinstance(error, Fenced | StoppedWhileUnavailable):
         log.warning("%s: the batch in flight failed as the worker stopped: %s", consumer, error)

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from eventloom.dlq import list_dead_letters, request_retry
+from eventloom.errors import ReadModelUnavailableError
+from eventloom.event import Event
 from eventloom.keys import KeyStore
 from eventloom.log import EventLog
 from eventloom.request import AppendRequest
@@ -20,7 +23,7 @@ from projectors.partitions import parse_partitions
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available, load_producer, load_projector
 from projectors.protocol import Projector
 from projectors.runner import ProjectorRunner, RunnerOptions
-from tests.runtime_support import drained, install_plugin, running
+from tests.runtime_support import FAST, drained, install_plugin, running
 
 pytestmark = pytest.mark.anyio
 
@@ -239,3 +242,58 @@ async def test_a_restart_while_an_event_waits_for_retry_keeps_its_session_in_ord
     async with running(log, load_projector("type-counts", settings)) as second:
         await drained(log, second.consumer)
     assert counts(settings) == {("s0", "note.added"): 3}, "seq 3 overtook seq 2 and seq 2 was skipped"
+
+
+class _StoreGoesDown:
+    """A plug-in projector whose store answered at open and is down by the first batch (a database that
+    went away): each apply says unavailable, as the built-in Neo4j stores do."""
+
+    def __init__(self, inner: Projector) -> None:
+        self.name = inner.name
+        self._inner = inner
+
+    async def open(self) -> None:
+        await self._inner.open()
+
+    async def applied_seqs(self, sessions: Sequence[str]) -> dict[str, int]:
+        return await self._inner.applied_seqs(sessions)
+
+    async def apply(self, events: Sequence[Event]) -> None:
+        raise ReadModelUnavailableError(f"the counts store is down ({len(events)} events waiting)")
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+async def test_a_worker_told_to_stop_while_its_store_is_down_stops_at_once_and_acknowledges_nothing(
+    log: EventLog, settings: Settings
+) -> None:
+    await append_notes(log, sessions=1, per_session=5)
+    heard: list[str | None] = []
+
+    async def on_trouble(trouble: str | None, retry_in_s: float | None) -> None:
+        heard.append(trouble)
+
+    waits_long = dataclasses.replace(FAST, unavailable_retry_s=(600.0,))
+    down = _StoreGoesDown(load_projector("type-counts", settings))
+    runner = ProjectorRunner(
+        log.client,
+        log.layout,
+        down,
+        options=waits_long,
+        keys=KeyStore(settings.data_dir),
+        on_trouble=on_trouble,
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(runner.run(stop))
+    while not heard:
+        await asyncio.sleep(0.02)
+    assert heard[0] is not None and "the counts store is down" in heard[0]
+    stop.set()
+    await asyncio.wait_for(task, 10)  # not the 600 s pause
+    assert (runner.stats.applied, runner.stats.dead_lettered) == (0, 0)
+    assert await list_dead_letters(log.client, runner.consumer) == []
+
+    async with running(log, load_projector("type-counts", settings)) as again:
+        await drained(log, again.consumer)
+    assert counts(settings) == {("s0", "note.added"): 5}
