@@ -4,9 +4,10 @@ No database and no bus: events are built in memory (hash-chained; unsigned, as n
 extracted, and resolved by the bulk planner (`readmodels.graph.bulk.resolve.BulkPlanner`, the rebuild's
 resolution), for each prefix of the log; the rows it writes are counted per table. Two logs: `bench/load.py`'s
 projection load (a fixed set of services and teams, tasks and decisions) and `bench/corpus.py`'s query
-corpus (2,000 names drawn from a Pareto law, so a few names are in half of all facts). A new version of an
-entity carries its open edges forward, so an entity revised often and related to many others multiplies
-edge rows: the rows per event of the second log grow with its length.
+corpus (2,000 names drawn from a Pareto law, so a few names are in half of all facts). Relations join
+entities, not versions, so an entity revised often and related to many others costs one row per relation:
+both logs' rows per event stay flat as they grow (when relations joined versions and were copied to each new
+one, the second log's grew with its length).
 """
 
 from __future__ import annotations

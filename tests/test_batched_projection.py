@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def mixed(session: str, count: int) -> list[AppendRequest]:
-    """An agent session's mix: facts re-asserted with new summaries (versions, carried edges), tasks,
+    """An agent session's mix: facts re-asserted with new summaries (versions under standing edges), tasks,
     decisions about them, commands run for them, conversation turns."""
     requests = []
     for n in range(count):

@@ -29,7 +29,7 @@ PROPOSALS = (
     "RETURN e.session AS s, e.name AS n ORDER BY s, n"
 )
 SAME_AS = (
-    "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE r.relation_type = 'same_as' AND r.valid_to IS NULL "
+    "MATCH (a:EntityKey)-[r:RELATES]->(b:EntityKey) WHERE r.relation_type = 'same_as' AND r.valid_to IS NULL "
     "RETURN a.name AS a, b.name AS b, r.edge_id AS id ORDER BY id"
 )
 

@@ -44,7 +44,7 @@ pytestmark = pytest.mark.anyio
 
 
 def full_story() -> SessionLog:
-    """Every kind of write: spine, versions, carried edges, invalidations, inferences, retractions,
+    """Every kind of write: spine, versions under standing edges, invalidations, inferences, retractions,
     causal edges, sources cited by events and entities, task observations."""
     log = work_story()
     log.add(

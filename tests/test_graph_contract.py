@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from projectors.graph.registry import extract
+from readmodels.graph.identity import entity_key
 from readmodels.graph.protocol import GraphStore
 from tests import test_graph_support as support
 from tests.test_graph_support import (
@@ -170,9 +171,9 @@ async def test_a_relation_reasserted_unchanged_or_changed(graph_store: GraphStor
     assert (current.properties, current.valid_from, current.source_event_seq) == ({"pool": 10}, ts(3), 3)
     (first,) = await graph_store.relations("s1", as_of=ts(2.5))
     assert (first.properties, first.valid_to, first.source_event_seq) == ({"pool": 5}, ts(3), 1)
-    assert await count(graph_store, "(a:Entity)-[r:USES]->(b:Entity)") == 2
+    assert await count(graph_store, "(a:EntityKey)-[r:USES]->(b:EntityKey)") == 2
     actions = await graph_store.query(
-        "MATCH (v:Event)-[p:PROJECTED_RELATION]->(e:Entity) "
+        "MATCH (v:Event)-[p:PROJECTED_RELATION]->(e:EntityKey) "
         "RETURN v.seq AS seq, p.action AS action ORDER BY seq"
     )
     assert actions == [
@@ -182,7 +183,7 @@ async def test_a_relation_reasserted_unchanged_or_changed(graph_store: GraphStor
     ]
 
 
-async def test_relations_carry_forward_to_the_new_version(graph_store: GraphStore) -> None:
+async def test_a_relation_joins_entities_and_outlives_their_versions(graph_store: GraphStore) -> None:
     log = SessionLog()
     log.add(
         "memory.fact.asserted",
@@ -192,18 +193,23 @@ async def test_relations_carry_forward_to_the_new_version(graph_store: GraphStor
     log.add("memory.fact.asserted", fact(("db", "database", "pg 17")))
     await project(graph_store, log.events)
     (current,) = await graph_store.relations("s1")
-    api = await graph_store.entity_versions("s1", "api", "service")
     db = await graph_store.entity_versions("s1", "db", "database")
-    assert (current.source_uid, current.target_uid) == (api[1].uid, db[1].uid)
-    assert current.valid_from == ts(3) and current.carried_by_event_seq == 3
-    assert current.source_event_seq == 1  # provenance of the fact is kept
-    (at_1,) = await graph_store.relations("s1", as_of=ts(1.5))
-    (at_2,) = await graph_store.relations("s1", as_of=ts(2.5))
-    assert (at_1.source_uid, at_1.target_uid, at_1.valid_to) == (api[0].uid, db[0].uid, ts(2))
-    assert (at_2.source_uid, at_2.target_uid, at_2.carried_from) == (api[1].uid, db[0].uid, at_1.uid)
-    assert current.carried_from == at_2.uid
-    assert await count(graph_store, "(a:Entity)-[r:DEPENDS_ON]->(b:Entity)") == 3
-    assert await count(graph_store, "(a:Entity)-[r:DEPENDS_ON]->(b:Entity)", "WHERE r.valid_to IS NULL") == 1
+    assert (current.source_key, current.target_key) == (
+        entity_key("s1", "api", "service"),
+        entity_key("s1", "db", "database"),
+    )
+    assert (current.valid_from, current.valid_to, current.source_event_seq) == (ts(1), None, 1)
+    for instant in (1.5, 2.5):  # one edge, whichever versions hold: revising an end copies nothing
+        assert [edge.uid for edge in await graph_store.relations("s1", as_of=ts(instant))] == [current.uid]
+    assert await count(graph_store, "(a:EntityKey)-[r:DEPENDS_ON]->(b:EntityKey)") == 1
+    # a neighbour comes as the version that held then
+    for as_of, version in ((ts(1.5), db[0]), (ts(2.5), db[0]), (None, db[1])):
+        (near,) = await graph_store.neighbours("s1", "api", "service", as_of=as_of)
+        assert (near.entity.uid, near.entity.summary, near.via.uid) == (
+            version.uid,
+            version.summary,
+            current.uid,
+        )
 
 
 async def test_as_of_reads_follow_validity_windows(graph_store: GraphStore) -> None:

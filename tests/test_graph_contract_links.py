@@ -38,9 +38,9 @@ async def test_every_relation_is_written_twice_generic_and_typed(graph_store: Gr
     }
     for relation_type, *_ in pairs:
         label = typed_label(relation_type)
-        assert await count(graph_store, f"(a:Entity)-[r:{label}]->(b:Entity)") == await count(
+        assert await count(graph_store, f"(a:EntityKey)-[r:{label}]->(b:EntityKey)") == await count(
             graph_store,
-            "(a:Entity)-[r:RELATES]->(b:Entity)",
+            "(a:EntityKey)-[r:RELATES]->(b:EntityKey)",
             "WHERE r.relation_type = $t",
             {"t": relation_type},
         )
@@ -75,8 +75,8 @@ async def test_reserved_and_hostile_relation_types_stay_harmless(graph_store: Gr
     }
     log.add("inference.edge.generated", hostile)  # built without validation, as a newer producer might
     await project(graph_store, log.events)
-    assert await count(graph_store, "(a:Entity)-[r:REL_RELATES]->(b:Entity)") == 1
-    assert await count(graph_store, "(a:Entity)-[r:REL_HAS_EVENT]->(b:Entity)") == 1
+    assert await count(graph_store, "(a:EntityKey)-[r:REL_RELATES]->(b:EntityKey)") == 1
+    assert await count(graph_store, "(a:EntityKey)-[r:REL_HAS_EVENT]->(b:EntityKey)") == 1
     assert await count(graph_store, "(s:Session)-[r:HAS_EVENT]->(e:Event)") == 2
     generic = await graph_store.entities("s1", entity_type="event")
     assert [e.name for e in generic] == ["inference.edge.generated#2"]
@@ -122,9 +122,9 @@ async def test_inferred_edges_carry_their_audit_fields_everywhere(graph_store: G
     columns += "r.edge_id AS edge_id"
     expected = [{"inferred": True, "confidence": 0.74, "method": "co_occurrence", "edge_id": "inf-7"}]
     for pattern in (
-        "(a:Entity)-[r:RELATES]->(b:Entity)",
-        "(a:Entity)-[r:AFFECTED_BY]->(b:Entity)",
-        "(a:Event)-[r:PROJECTED_RELATION]->(b:Entity)",
+        "(a:EntityKey)-[r:RELATES]->(b:EntityKey)",
+        "(a:EntityKey)-[r:AFFECTED_BY]->(b:EntityKey)",
+        "(a:Event)-[r:PROJECTED_RELATION]->(b:EntityKey)",
     ):
         assert await graph_store.query(f"MATCH {pattern} RETURN {columns}") == expected
 
@@ -159,7 +159,7 @@ async def test_retraction_closes_the_inferred_edge_and_deletes_nothing(graph_sto
         (r.relation_type, r.inferred): r.valid_to for r in await graph_store.relations("s1", as_of=ts(3))
     }
     assert windows == {("affected_by", True): ts(4), ("uses", True): ts(5), ("uses", False): None}
-    assert await count(graph_store, "(a:Entity)-[r:RELATES]->(b:Entity)") == 3
+    assert await count(graph_store, "(a:EntityKey)-[r:RELATES]->(b:EntityKey)") == 3
 
 
 async def test_causal_edges_are_proposed_and_non_authoritative(graph_store: GraphStore) -> None:
@@ -187,7 +187,7 @@ async def test_causal_edges_are_proposed_and_non_authoritative(graph_store: Grap
     assert (edge.source_entity_type, edge.target_entity_type) == ("cause", "outcome")
     assert (
         await count(
-            graph_store, "(a:Entity)-[r:CAUSAL_FIXED]->(b:Entity)", "WHERE r.review_status = 'proposed'"
+            graph_store, "(a:EntityKey)-[r:CAUSAL_FIXED]->(b:EntityKey)", "WHERE r.review_status = 'proposed'"
         )
         == 1
     )

@@ -88,7 +88,7 @@ async def test_typed_tables_created_by_a_failed_batch_are_rolled_back_too(
     assert "BRAND_NEW_RELATION" not in tables
     monkeypatch.undo()
     await store.apply("graph", [extract(e) for e in log.events])  # the table is created again
-    assert await count(store, "(a:Entity)-[r:BRAND_NEW_RELATION]->(b:Entity)") == 1
+    assert await count(store, "(a:EntityKey)-[r:BRAND_NEW_RELATION]->(b:EntityKey)") == 1
 
 
 async def test_data_and_checkpoints_survive_a_restart(tmp_path: Path) -> None:

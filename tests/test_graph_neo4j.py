@@ -51,7 +51,7 @@ def open_store(endpoint: Neo4jEndpoint, vector_dimensions: int = 384) -> Neo4jGr
 
 
 def changing_story() -> SessionLog:
-    """Versions superseded and invalidated, edges carried, inferred and retracted, sources cited."""
+    """Versions superseded and invalidated, edges across versions, inferred and retracted, sources cited."""
     log = SessionLog("c1")
     log.add(
         "memory.fact.asserted", fact(("auth", "service", "v1"), relations=[("auth", "owned_by", "team-a")])
@@ -210,7 +210,7 @@ def test_schema_plan_needs_a_sane_vector_width() -> None:
     for bad in (0, -1, 5000):
         with pytest.raises(ValueError, match="vector_dimensions"):
             schema_plan(bad)
-    assert "`vector.dimensions`: 1536" in schema_plan(1536)[-1].statements[0]
+    assert "`vector.dimensions`: 1536" in schema_plan(1536)[-2].statements[0]
 
 
 async def test_an_unreachable_server_is_unavailable_not_broken() -> None:

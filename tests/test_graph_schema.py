@@ -15,7 +15,13 @@ from readmodels.embedded.graph_schema import apply_migrations, schema_plan, type
 from readmodels.embedded.graph_store import LadybugGraphStore
 from readmodels.graph.cypher.io import Execute
 from readmodels.graph.identity import typed_label
-from readmodels.graph.protocol import GraphStore, MigrationChecksumError, PlannedMigration
+from readmodels.graph.migrations import EDGES_JOIN_ENTITIES
+from readmodels.graph.protocol import (
+    GraphModelOutdatedError,
+    GraphStore,
+    MigrationChecksumError,
+    PlannedMigration,
+)
 from tests import test_graph_support as support
 from tests.test_graph_support import work_story
 
@@ -39,7 +45,7 @@ def test_the_plan_is_pure_and_stable(tmp_path: Path, monkeypatch: pytest.MonkeyP
             == "sha256:" + hashlib.sha256("\n".join(migration.statements).encode()).hexdigest()
         )
         assert migration.statement_count == len(migration.statements) > 0
-        assert all("IF NOT EXISTS" in statement for statement in migration.statements)
+        assert all(re.search(r"IF (NOT )?EXISTS", statement) for statement in migration.statements)
     tables = " ".join(s for m in first for s in m.statements)
     for table in (
         "Session",
@@ -140,6 +146,31 @@ def test_apply_is_idempotent_and_a_changed_checksum_is_refused(tmp_path: Path) -
         db.close()
 
 
+async def test_a_graph_whose_relations_join_versions_must_be_rebuilt_and_one_without_is_upgraded(
+    tmp_path: Path,
+) -> None:
+    """Before `0005_edges_join_entities`, relations joined entity versions: such a graph cannot be
+    converted in place (its copies per version are not the new edges), so opening it says to rebuild."""
+    before = [m for m in schema_plan() if m.name < EDGES_JOIN_ENTITIES]
+    for name, with_edge in (("old", True), ("empty", False)):
+        db, conn = _raw(tmp_path / f"{name}.lbug")
+        execute = _execute(conn)
+        apply_migrations(execute, before)
+        if with_edge:
+            execute("CREATE (:Entity {uid: 'a'}), (:Entity {uid: 'b'})", None)
+            execute(
+                "MATCH (a:Entity {uid: 'a'}), (b:Entity {uid: 'b'}) CREATE (a)-[:RELATES {uid: 'r'}]->(b)",
+                None,
+            )
+        conn.close()
+        db.close()
+    with pytest.raises(GraphModelOutdatedError, match="eventloom rebuild graph"):
+        await LadybugGraphStore(tmp_path / "old.lbug").open()
+    async with LadybugGraphStore(tmp_path / "empty.lbug") as store:
+        await store.apply("graph", [extract(event) for event in work_story().events])
+        assert await support.count(store, "(a:EntityKey)-[r:RELATES]->(b:EntityKey)") > 0
+
+
 async def test_the_store_refuses_to_open_a_database_with_a_tampered_migration(tmp_path: Path) -> None:
     store = LadybugGraphStore(tmp_path / "g.lbug")
     await store.open()
@@ -154,7 +185,7 @@ async def test_the_store_refuses_to_open_a_database_with_a_tampered_migration(tm
 
 def test_typed_relationship_ddl_only_takes_validated_labels() -> None:
     assert typed_rel_ddl(typed_label("depends_on")).startswith(
-        "CREATE REL TABLE IF NOT EXISTS `DEPENDS_ON`(FROM Entity TO Entity, uid STRING"
+        "CREATE REL TABLE IF NOT EXISTS `DEPENDS_ON`(FROM EntityKey TO EntityKey, uid STRING"
     )
     assert typed_label("relates") == "REL_RELATES"
     assert typed_label("rel_x") == "REL_REL_X"

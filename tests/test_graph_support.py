@@ -86,9 +86,9 @@ async def dump(store: GraphStore, session: str) -> dict[str, Any]:
         {"s": session},
     )
     edge_rows = await store.query(
-        "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE r.session = $s RETURN r.uid AS uid, a.uid AS a, "
-        "b.uid AS b, r.relation_type AS type, r.valid_from AS valid_from, r.valid_to AS valid_to, "
-        "r.confidence AS confidence, r.carried_from AS carried_from ORDER BY uid",
+        "MATCH (a:EntityKey)-[r:RELATES]->(b:EntityKey) WHERE r.session = $s "
+        "RETURN r.uid AS uid, a.key AS a, b.key AS b, r.relation_type AS type, r.valid_from AS valid_from, "
+        "r.valid_to AS valid_to, r.confidence AS confidence ORDER BY uid",
         {"s": session},
     )
     return {
@@ -100,10 +100,11 @@ async def dump(store: GraphStore, session: str) -> dict[str, Any]:
             store, "(a:Event)-[:NEXT_EVENT]->(b:Event)", "WHERE a.session = $s", {"s": session}
         ),
         "version_links": await count(store, "(a:Entity)-[:SUPERSEDED_BY]->(b:Entity)"),
+        "versions_of_entities": await count(store, "(k:EntityKey)-[:HAS_VERSION]->(e:Entity)"),
         "projected": await count(store, "(v:Event)-[:PROJECTED_ENTITY]->(e:Entity)"),
         "projected_relations": await store.query(
-            "MATCH (v:Event)-[p:PROJECTED_RELATION]->(e:Entity) WHERE v.session = $s RETURN v.seq AS seq, "
-            "p.uid AS uid, p.action AS action, e.uid AS source, p.target_uid AS target, "
+            "MATCH (v:Event)-[p:PROJECTED_RELATION]->(k:EntityKey) WHERE v.session = $s RETURN v.seq AS seq, "
+            "p.uid AS uid, p.action AS action, k.key AS source, p.target_key AS target, "
             "p.valid_from AS valid_from, p.valid_to AS valid_to ORDER BY seq, uid, action",
             {"s": session},
         ),

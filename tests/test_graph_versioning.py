@@ -142,7 +142,7 @@ def test_an_untyped_end_prefers_an_open_typed_entity() -> None:
     )
     plan = resolve(at(5, relation(5, EntityRef("api", "service"), EntityRef("nats"))), snapshot=snapshot)
     (edge,) = plan.new_relations
-    assert edge.target_uid == snapshot.heads[entity_key("s1", "nats", "service")].uid
+    assert edge.target_key == entity_key("s1", "nats", "service")
     assert [(r.name, r.entity_type) for r in plan.new_entities] == [("api", "service")]
 
 
@@ -151,7 +151,7 @@ def test_an_unknown_untyped_end_becomes_a_placeholder_entity() -> None:
     assert {(r.name, r.entity_type) for r in plan.new_entities} == {("a", "entity"), ("b", "entity")}
 
 
-def test_an_edge_made_by_the_same_event_moves_instead_of_being_copied() -> None:
+def test_an_edge_joins_entities_and_a_new_version_leaves_it_as_it_is() -> None:
     snapshot = Snapshot(
         heads={entity_key("s1", "api", "service"): existing("api", "service", ts(1), summary="v1")}
     )
@@ -160,9 +160,8 @@ def test_an_edge_made_by_the_same_event_moves_instead_of_being_copied() -> None:
         snapshot=snapshot,
     )
     (edge,) = plan.new_relations
-    new_api = next(r for r in plan.new_entities if r.name == "api")
-    assert (edge.source_uid, edge.valid_to, edge.carried_from) == (new_api.uid, None, None)
-    assert plan.closed_relations == []
+    assert (edge.source_key, edge.valid_to) == (entity_key("s1", "api", "service"), None)
+    assert plan.closed_relations == []  # nothing to close, nothing to copy
 
 
 def test_an_edge_starts_no_earlier_than_its_ends() -> None:
@@ -254,11 +253,13 @@ def test_the_first_pass_names_only_the_stored_edges_it_needs() -> None:
                 2, relation(2, EntityRef("task-9", "task"), EntityRef("claude"))
             ),  # a new task: nothing stored
             at(3, relation(3, EntityRef("claude", "agent"), EntityRef("x", "tool"))),  # may exist: by key
-            at(4, entity(4, "task-1", "new", kind="task")),  # closes a stored version: all its edges
+            at(
+                4, entity(4, "task-1", "new", kind="task")
+            ),  # a new version: its entity's edges stay as they are
         ]
     )
     demands = resolver.demands
-    assert demands.entities == {task.uid}
-    assert {uid for uid, _ in demands.keys} == {agent.uid}  # never the agent's whole neighbourhood
+    assert demands.entities == set()  # only an invalidation reads every open edge of an entity
+    assert {entity for entity, _ in demands.keys} == {agent.key}  # never the agent's whole neighbourhood
     assert demands.triples == set()
     assert agent.valid_to is None and task.valid_to is None  # the snapshot itself is left untouched

@@ -46,7 +46,7 @@ async def test_the_view_of_the_core_graph(graph_store: GraphStore) -> None:
     assert [v.citation for v in new.versions] == [log.events[0].citation, log.events[2].citation]
     edges = {(e.source, e.type, e.target): e for e in now.edges}
     assert edges[(old.id, "SUPERSEDED_BY", new.id)].system
-    depends = edges[(api.id, "DEPENDS_ON", new.id)]  # the edge now: carried forward to the new version
+    depends = edges[(api.id, "DEPENDS_ON", new.id)]  # the edge now: drawn to the version that holds now
     assert not depends.system and depends.citation == log.events[1].citation
 
     then = await view(sessions=["s1"], as_of=ts(2.5))

@@ -84,7 +84,8 @@ async def test_only_an_accepted_same_as_makes_one_entity_and_a_retraction_splits
     apart(await ask(graph_store))
     (edge,) = await graph_store.relations(SESSION, relation_type="same_as")
     assert edge.review_status == "proposed"
-    assert await graph_store.read(same_as_classes([edge.source_uid])) == {}
+    source = await graph_store.entity_versions(SESSION, edge.source_name, edge.source_entity_type)
+    assert await graph_store.read(same_as_classes([source[-1].uid])) == {}
 
     accepted = log.add(
         "inference.edge.generated", {**proposal, "review_status": "accepted"}, actor="reviewer"

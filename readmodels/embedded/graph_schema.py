@@ -13,7 +13,7 @@ import contextlib
 from typing import Final
 
 from readmodels.graph.cypher.io import Execute
-from readmodels.graph.migrations import applied_at, missing, plan_of
+from readmodels.graph.migrations import EDGES_JOIN_ENTITIES, applied_at, missing, outdated_graph, plan_of
 from readmodels.graph.properties import (
     CITATION_TYPES,
     EDGE_TYPES,
@@ -35,8 +35,20 @@ def _columns(types: dict[str, str], primary_key: str | None = None) -> str:
 
 def typed_rel_ddl(label: str) -> str:
     """DDL of a typed relationship table; `label` must come from `identity.typed_label`."""
-    return f"CREATE REL TABLE IF NOT EXISTS `{label}`(FROM Entity TO Entity, {_columns(EDGE_TYPES)})"
+    return f"CREATE REL TABLE IF NOT EXISTS `{label}`(FROM EntityKey TO EntityKey, {_columns(EDGE_TYPES)})"
 
+
+_EDGE_TYPES_0003: Final = {
+    **{name: kind for name, kind in EDGE_TYPES.items() if name != "content"},
+    "carried_from": "STRING",
+    "carried_by_event_seq": "INT64",
+    "content": "STRING",
+}
+_PROJECTED_RELATION_TYPES_0003: Final = {
+    ("target_uid" if name == "target_key" else name): kind for name, kind in PROJECTED_RELATION_TYPES.items()
+}
+"""The columns when `0003_relations` was written (edges then joined versions and were copied to each new
+one): an applied migration's statements never change."""
 
 _MIGRATION_TABLE = (
     "CREATE NODE TABLE IF NOT EXISTS Migration("
@@ -73,10 +85,10 @@ _MIGRATIONS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     (
         "0003_relations",
         (
-            f"CREATE REL TABLE IF NOT EXISTS RELATES(FROM Entity TO Entity, {_columns(EDGE_TYPES)})",
+            f"CREATE REL TABLE IF NOT EXISTS RELATES(FROM Entity TO Entity, {_columns(_EDGE_TYPES_0003)})",
             "CREATE REL TABLE IF NOT EXISTS PROJECTED_ENTITY(FROM Event TO Entity, action STRING)",
             "CREATE REL TABLE IF NOT EXISTS PROJECTED_RELATION(FROM Event TO Entity, "
-            f"{_columns(PROJECTED_RELATION_TYPES)})",
+            f"{_columns(_PROJECTED_RELATION_TYPES_0003)})",
         ),
     ),
     (
@@ -88,6 +100,17 @@ _MIGRATIONS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
                 f"CREATE REL TABLE IF NOT EXISTS {table}(FROM Entity TO Event, {_columns(OBSERVATION_TYPES)})"
                 for table in OBSERVATION_TABLES
             ),
+        ),
+    ),
+    (
+        EDGES_JOIN_ENTITIES,
+        (  # applied to a graph without edges only (`missing` refuses an older graph: it must be rebuilt)
+            "DROP TABLE IF EXISTS PROJECTED_RELATION",
+            "DROP TABLE IF EXISTS RELATES",
+            f"CREATE REL TABLE IF NOT EXISTS RELATES(FROM EntityKey TO EntityKey, {_columns(EDGE_TYPES)})",
+            "CREATE REL TABLE IF NOT EXISTS PROJECTED_RELATION(FROM Event TO EntityKey, "
+            f"{_columns(PROJECTED_RELATION_TYPES)})",
+            "CREATE REL TABLE IF NOT EXISTS HAS_VERSION(FROM EntityKey TO Entity)",
         ),
     ),
 )
@@ -117,6 +140,8 @@ def apply_migrations(
     """
     plan = schema_plan() if plan is None else plan
     todo = missing(plan, applied_migrations(execute))
+    if any(m.name == EDGES_JOIN_ENTITIES for m in todo) and _holds_version_edges(execute):
+        raise outdated_graph("this graph")
     applied: list[str] = []
     for migration in todo:
         execute("BEGIN TRANSACTION", None)
@@ -140,3 +165,11 @@ def apply_migrations(
             raise
         applied.append(migration.name)
     return applied
+
+
+def _holds_version_edges(execute: Execute) -> bool:
+    """Whether `RELATES` still joins versions and holds edges (a graph built before `EDGES_JOIN_ENTITIES`)."""
+    tables = {str(row["name"]) for row in execute("CALL show_tables() RETURN name", None)}
+    if "RELATES" not in tables:
+        return False
+    return bool(execute("MATCH (:Entity)-[r:RELATES]->() RETURN r.uid AS uid LIMIT 1", None))

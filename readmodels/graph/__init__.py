@@ -15,7 +15,12 @@ from readmodels.graph.model import (
     SpineEvent,
     TaskObservation,
 )
-from readmodels.graph.protocol import GraphStore, MigrationChecksumError, ReadOnlyQueryError
+from readmodels.graph.protocol import (
+    GraphModelOutdatedError,
+    GraphStore,
+    MigrationChecksumError,
+    ReadOnlyQueryError,
+)
 
 __all__ = [
     "EdgeRetraction",
@@ -23,6 +28,7 @@ __all__ = [
     "EntityInvalidation",
     "EntityRef",
     "EventProjection",
+    "GraphModelOutdatedError",
     "GraphOp",
     "GraphStore",
     "InvalidGraphWrite",

@@ -1,10 +1,10 @@
-"""`OpenEdgeCache`: the open edges of recently touched entity versions, kept by the store's only writer.
+"""`OpenEdgeCache`: the open edges of recently touched entities, kept by the store's only writer.
 
-Before resolving a batch, a store reads the open edges on the versions the batch closes (to carry them
-forward) and on the sources it reasserts. Those reads grow with an entity's history and were the largest
-cost of a small batch. A store is the only writer of its database, so it can remember, per entity version,
-the complete set of its open edges: filled when they are read, and kept up to date from every committed
-plan (edges created, edges closed, versions created with none). Evicting an entry only costs a read.
+Before resolving a batch, a store reads the open edges of the entities the batch invalidates (to close
+them) and of the sources it reasserts relations from. A store is the only writer of its database, so it can
+remember, per entity (`identity.entity_key`), the complete set of its open edges: filled when they are read,
+and kept up to date from every committed plan (edges created, edges closed, entities created with none).
+Evicting an entry only costs a read.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import msgspec
 from readmodels.graph.plan import EdgeDemands, RelationRow, WritePlan
 
 DEFAULT_CAPACITY = 50_000
-"""Entity versions remembered (least recently used go first)."""
+"""Entities remembered (least recently used go first)."""
 
 Fetch = Callable[[EdgeDemands], list[RelationRow]]
 
@@ -27,7 +27,7 @@ class EdgesNotCached(LookupError):
 
 
 class OpenEdgeCache:
-    """Open edges per entity version uid; an entry, when present, is complete."""
+    """Open edges per entity key; an entry, when present, is complete."""
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
         self._capacity = capacity
@@ -69,31 +69,31 @@ class OpenEdgeCache:
         return self.load(demands, _not_cached)
 
     def committed(self, plan: WritePlan) -> None:
-        """Apply what a committed plan changed: new versions, closed and created edges."""
-        for row in plan.new_entities:
-            if row.pending and row.uid not in self._by_entity:
-                self._put(row.uid, {})  # a version this batch created has no edges but the batch's
+        """Apply what a committed plan changed: new entities, closed and created edges."""
+        for key in sorted(plan.new_keys):
+            if key not in self._by_entity:
+                self._put(key, {})  # an entity this batch created has no edges but the batch's
         for edge in plan.closed_relations:
-            for uid in (edge.source_uid, edge.target_uid):
-                known = self._by_entity.get(uid)
+            for entity in (edge.source_key, edge.target_key):
+                known = self._by_entity.get(entity)
                 if known is not None:
                     known.pop(edge.uid, None)
         for edge in plan.new_relations:
             if edge.is_open:
                 stored = _as_stored(edge)
-                for uid in (edge.source_uid, edge.target_uid):
-                    known = self._by_entity.get(uid)
+                for entity in (edge.source_key, edge.target_key):
+                    known = self._by_entity.get(entity)
                     if known is not None:
                         known[stored.uid] = stored
 
-    def _remember(self, uids: Iterable[str], fetched: list[RelationRow]) -> None:
-        complete: dict[str, dict[str, RelationRow]] = {uid: {} for uid in uids}
+    def _remember(self, entities: Iterable[str], fetched: list[RelationRow]) -> None:
+        complete: dict[str, dict[str, RelationRow]] = {entity: {} for entity in entities}
         for edge in fetched:
-            for uid in (edge.source_uid, edge.target_uid):
-                if uid in complete:
-                    complete[uid][edge.uid] = edge
-        for uid, edges in complete.items():
-            self._put(uid, edges)
+            for entity in (edge.source_key, edge.target_key):
+                if entity in complete:
+                    complete[entity][edge.uid] = edge
+        for entity, edges in complete.items():
+            self._put(entity, edges)
 
     def _get(self, uid: str) -> dict[str, RelationRow] | None:
         known = self._by_entity.get(uid)

@@ -18,20 +18,13 @@ from typing import Any, Final
 import msgspec
 
 from readmodels.graph.cypher.io import PerKey, Reading
-from readmodels.graph.properties import EDGE_TYPES, ENTITY_TYPES
-from readmodels.graph.reads import expand, to_edge, to_version, window
+from readmodels.graph.reads import EDGE_COLUMNS, expand, keys_of, to_edge, versions_at, window
 from readmodels.graph.records import EntityVersion, Neighbour, RelationEdge
 
 SAME_AS: Final = "same_as"
 ACCEPTED: Final = "accepted"
 MAX_HOPS: Final = 4
 MAX_MEMBERS: Final = 16
-_COLUMNS: Final = ", ".join(
-    [f"{end}.{name} AS {end}_{name}" for end in ("a", "b") for name in ENTITY_TYPES]
-    + ["a.entity_type AS a_type", "b.entity_type AS b_type"]
-    + [f"r.{name} AS {name}" for name in EDGE_TYPES]
-)
-"""Both ends as versions (`reads.to_version` with prefix `a_`, `b_`) and the edge (`reads.to_edge`)."""
 
 
 class Equivalence(msgspec.Struct, frozen=True, kw_only=True):
@@ -41,70 +34,63 @@ class Equivalence(msgspec.Struct, frozen=True, kw_only=True):
     links: list[RelationEdge]
 
 
-def _holds(version: EntityVersion, as_of: str | None) -> bool:
-    if as_of is None:
-        return version.valid_to is None
-    return version.valid_from <= as_of and (version.valid_to is None or version.valid_to > as_of)
-
-
 def same_as_classes(uids: Sequence[str], as_of: str | None = None) -> Reading[dict[str, Equivalence]]:
-    """For each of the versions `uids` joined to others by accepted `same_as` links: those others."""
+    """For each of the versions `uids` whose entity accepted `same_as` links join to others: those others
+    (each as its version at `as_of`), and the links."""
     if not uids:
         return {}
+    keys = yield from keys_of(sorted(set(uids)))
     params: dict[str, Any] = {"relation_type": SAME_AS, "status": ACCEPTED}
     condition = (
         f"r.relation_type = $relation_type AND r.review_status = $status AND {window('r', as_of, params)}"
     )
-    versions: dict[str, EntityVersion] = {}
     links: dict[str, RelationEdge] = {}
     adjacent: dict[str, set[str]] = {}
-    seen = set(uids)
+    seen = set(keys.values())
     frontier = sorted(seen)
     for _ in range(MAX_HOPS):
         if not frontier:
             break
         reached: set[str] = set()
-        for near in ("a", "b"):
-            rows = yield PerKey(
-                f"MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE {near}.uid = $each_key AND {condition} "
-                f"RETURN {_COLUMNS}",
-                frontier,
-                params,
-            )
+        for pattern in (
+            "(a:EntityKey {key: $each_key})-[r:RELATES]->(b:EntityKey)",
+            "(a:EntityKey)-[r:RELATES]->(b:EntityKey {key: $each_key})",
+        ):
+            rows = yield PerKey(f"MATCH {pattern} WHERE {condition} RETURN {EDGE_COLUMNS}", frontier, params)
             for row in rows:
-                ends = (to_version(row, "a_"), to_version(row, "b_"))
-                if not all(_holds(version, as_of) for version in ends):
-                    continue
-                links[row["uid"]] = to_edge(row)
-                for version in ends:
-                    versions[version.uid] = version
-                adjacent.setdefault(ends[0].uid, set()).add(ends[1].uid)
-                adjacent.setdefault(ends[1].uid, set()).add(ends[0].uid)
-                reached.update(v.uid for v in ends if v.uid not in seen)
+                edge = links[row["uid"]] = to_edge(row)
+                adjacent.setdefault(edge.source_key, set()).add(edge.target_key)
+                adjacent.setdefault(edge.target_key, set()).add(edge.source_key)
+                reached.update(k for k in (edge.source_key, edge.target_key) if k not in seen)
         seen |= reached
         frontier = sorted(reached)
-    return _classes(uids, versions, links, adjacent)
+    versions = yield from versions_at(sorted(adjacent), as_of)
+    return _classes([(uid, keys[uid]) for uid in uids if uid in keys], versions, links, adjacent)
 
 
 def _classes(
-    uids: Sequence[str],
+    starts: list[tuple[str, str]],
     versions: dict[str, EntityVersion],
     links: dict[str, RelationEdge],
     adjacent: dict[str, set[str]],
 ) -> dict[str, Equivalence]:
+    """Per starting version (uid, its entity's key): the entities joined to it, as versions, and links."""
     classes: dict[str, Equivalence] = {}
-    for uid in dict.fromkeys(uids):
-        component, todo = {uid}, [uid]
+    for uid, start in dict.fromkeys(starts):
+        component, todo = {start}, [start]
         while todo and len(component) < MAX_MEMBERS:
             for other in sorted(adjacent.get(todo.pop(), ())):
                 if other not in component and len(component) < MAX_MEMBERS:
                     component.add(other)
                     todo.append(other)
-        if len(component) == 1:
+        members = sorted(
+            (versions[key] for key in component if key != start and key in versions),
+            key=lambda v: (v.name, v.uid),
+        )
+        if not members:
             continue
-        members = sorted((versions[o] for o in component if o != uid), key=lambda v: (v.name, v.uid))
         joined = [
-            edge for edge in links.values() if edge.source_uid in component and edge.target_uid in component
+            edge for edge in links.values() if edge.source_key in component and edge.target_key in component
         ]
         classes[uid] = Equivalence(members=members, links=sorted(joined, key=lambda e: e.uid))
     return classes

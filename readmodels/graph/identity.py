@@ -127,9 +127,9 @@ def relation_key(
     return _digest("asserted", source_key, target_key, relation_type)
 
 
-def edge_uid(key: str, source_uid: str, target_uid: str, valid_from: str, created_by_seq: int) -> str:
+def edge_uid(key: str, source_key: str, target_key: str, valid_from: str, created_by_seq: int) -> str:
     """Identity of one edge: its key, the two versions it joins, when it starts and the event that made it."""
-    return _digest("edge", key, source_uid, target_uid, valid_from, str(created_by_seq))
+    return _digest("edge", key, source_key, target_key, valid_from, str(created_by_seq))
 
 
 def source_uid(

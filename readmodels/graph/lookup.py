@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import msgspec
 
 from readmodels.graph.cypher.io import PerKey, Reading
-from readmodels.graph.reads import ENTITY_COLUMNS, expand, to_version, window
+from readmodels.graph.reads import ENTITY_COLUMNS, expand, keys_of, to_version, window
 from readmodels.graph.records import EntityVersion, Neighbour
 
 
@@ -170,14 +170,24 @@ class Dependency(msgspec.Struct, frozen=True):
 
 
 def dependencies_of(uids: Sequence[str], as_of: str | None) -> Reading[list[Dependency]]:
-    """The `depends_on` relations of the versions `uids` that hold at `as_of`."""
+    """The `depends_on` relations of the versions `uids`' entities that hold at `as_of`."""
     if not uids:
         return []
-    params: dict[str, object] = {"uids": sorted(set(uids))}
-    rows = yield (
-        "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE a.uid IN $uids AND r.relation_type = 'depends_on' "
+    keys = yield from keys_of(sorted(set(uids)))
+    params: dict[str, object] = {}
+    rows = yield PerKey(
+        "MATCH (a:EntityKey {key: $each_key})-[r:RELATES]->(b:EntityKey) "
+        "WHERE r.relation_type = 'depends_on' "
         f"AND coalesce(r.inferred, false) = false AND {window('r', as_of, params)} "
-        "RETURN DISTINCT a.uid AS uid, b.key AS key, b.name AS name ORDER BY uid, name",
+        "RETURN DISTINCT a.key AS source, b.key AS key, b.name AS name",
+        sorted(set(keys.values())),
         params,
     )
-    return [Dependency(row["uid"], row["key"], row["name"]) for row in rows]
+    depends: dict[str, list[tuple[str, str]]] = {}
+    for row in rows:
+        depends.setdefault(row["source"], []).append((row["name"], row["key"]))
+    return [
+        Dependency(uid, key, name)
+        for uid in sorted(keys)
+        for name, key in sorted(set(depends.get(keys[uid], ())))
+    ]

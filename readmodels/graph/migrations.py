@@ -11,7 +11,18 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 
-from readmodels.graph.protocol import MigrationChecksumError, PlannedMigration
+from readmodels.graph.protocol import GraphModelOutdatedError, MigrationChecksumError, PlannedMigration
+
+EDGES_JOIN_ENTITIES = "0005_edges_join_entities"
+"""The LadybugDB migration after which relations join entities (`EntityKey`), not versions."""
+
+
+def outdated_graph(where: str) -> GraphModelOutdatedError:
+    return GraphModelOutdatedError(
+        f"{where} was built when relations joined entity versions (a copy of every relation of an entity "
+        "for each of its versions); they now join entities. Rebuild it from the stream: "
+        "`eventloom rebuild graph` (with `--backend neo4j` for Neo4j)"
+    )
 
 
 def checksum(statements: tuple[str, ...]) -> str:

@@ -69,8 +69,6 @@ EDGE_FIELDS: tuple[str, ...] = (
     "authority_status",
     "derived_from_event_seq",
     "derived_from_event_hash",
-    "carried_from",
-    "carried_by_event_seq",
     "content",
 )
 """Properties of `RELATES` and of every typed relationship (`PROJECTED_RELATION` has the audit subset)."""
@@ -112,8 +110,8 @@ class RelationRow(msgspec.Struct, gc=False, kw_only=True):
     triple: str
     session: str
     relation_type: str
-    source_uid: str
-    target_uid: str
+    source_key: str  # the entities it joins (`identity.entity_key`): an edge outlives versions
+    target_key: str
     source_name: str
     target_name: str
     properties: dict[str, Any]
@@ -135,8 +133,6 @@ class RelationRow(msgspec.Struct, gc=False, kw_only=True):
     authority_status: str | None
     derived_from_event_seq: int | None
     derived_from_event_hash: str | None
-    carried_from: str | None
-    carried_by_event_seq: int | None
     content: str  # content hash: what a reassertion is compared against
     loaded_uid: str | None = None  # set for edges read from the store; pending edges derive theirs
     derived_uid: str | None = None  # memo of the derived uid; whoever moves the edge's ends resets it
@@ -144,16 +140,12 @@ class RelationRow(msgspec.Struct, gc=False, kw_only=True):
     discarded: bool = False  # replaced by a later statement of the same event
 
     @property
-    def created_by_seq(self) -> int:
-        return self.carried_by_event_seq if self.carried_by_event_seq is not None else self.source_event_seq
-
-    @property
     def uid(self) -> str:
         if self.loaded_uid is not None:
             return self.loaded_uid
         if self.derived_uid is None:
             self.derived_uid = edge_uid(
-                self.key, self.source_uid, self.target_uid, self.valid_from, self.created_by_seq
+                self.key, self.source_key, self.target_key, self.valid_from, self.source_event_seq
             )
         return self.derived_uid
 
@@ -164,8 +156,8 @@ class RelationRow(msgspec.Struct, gc=False, kw_only=True):
     def row(self) -> dict[str, Any]:
         values = {name: getattr(self, name) for name in EDGE_FIELDS}
         values["properties"] = encode_json(self.properties)
-        values["source_uid"] = self.source_uid
-        values["target_uid"] = self.target_uid
+        values["source_key"] = self.source_key
+        values["target_key"] = self.target_key
         return values
 
 
@@ -186,9 +178,9 @@ class EdgeDemands(msgspec.Struct, kw_only=True):
     the whole neighbourhood of every entity it merely mentions (an agent with thousands of tasks).
     """
 
-    entities: set[str] = msgspec.field(default_factory=set)  # every open edge on these versions
-    keys: set[tuple[str, str]] = msgspec.field(default_factory=set)  # (source version uid, relation key)
-    triples: set[tuple[str, str]] = msgspec.field(default_factory=set)  # (source version uid, triple)
+    entities: set[str] = msgspec.field(default_factory=set)  # every open edge of these entity keys
+    keys: set[tuple[str, str]] = msgspec.field(default_factory=set)  # (source entity key, relation key)
+    triples: set[tuple[str, str]] = msgspec.field(default_factory=set)  # (source entity key, triple)
 
 
 class Snapshot(msgspec.Struct, kw_only=True):

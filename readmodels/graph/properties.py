@@ -63,8 +63,6 @@ EDGE_TYPES: Final[dict[str, str]] = {
     "authority_status": "STRING",
     "derived_from_event_seq": "INT64",
     "derived_from_event_hash": "STRING",
-    "carried_from": "STRING",
-    "carried_by_event_seq": "INT64",
     "content": "STRING",
 }
 ENTITY_KEY_TYPES: Final[dict[str, str]] = {
@@ -103,7 +101,7 @@ PROJECTED_RELATION_TYPES: Final[dict[str, str]] = {
     "uid": "STRING",  # the edge's uid
     "relation_type": "STRING",
     "action": "STRING",
-    "target_uid": "STRING",
+    "target_key": "STRING",  # the edge's target entity (it points at its source entity)
     "valid_from": "STRING",
     "valid_to": "STRING",
     **{name: EDGE_TYPES[name] for name in AUDIT_FIELDS},

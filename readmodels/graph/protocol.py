@@ -39,6 +39,10 @@ class GraphQueryError(GraphStoreError):
     """A read query failed (syntax, unknown label, ...)."""
 
 
+class GraphModelOutdatedError(GraphStoreError):
+    """The graph was built by an older projection (relations joined entity versions): rebuild it."""
+
+
 class MigrationChecksumError(GraphStoreError):
     """An applied migration's recorded checksum differs from the code's: the schema was changed in place."""
 

@@ -22,9 +22,9 @@ from readmodels.graph.records import (
 )
 
 ENTITY_COLUMNS = ", ".join(f"e.{name} AS {name}" for name in ENTITY_TYPES)
-_EDGE_COLUMNS = (
-    "a.uid AS a_uid, a.name AS a_name, a.entity_type AS a_type, "
-    "b.uid AS b_uid, b.name AS b_name, b.entity_type AS b_type, "
+EDGE_COLUMNS = (  # an edge (`r`) and the entities it joins (`a` to `b`, `EntityKey` nodes): `to_edge`
+    "a.key AS a_key, a.name AS a_name, a.entity_type AS a_type, "
+    "b.key AS b_key, b.name AS b_name, b.entity_type AS b_type, "
     + ", ".join(f"r.{name} AS {name}" for name in EDGE_TYPES)
 )
 _EVENT_COLUMNS = ", ".join(
@@ -42,7 +42,6 @@ _EVENT_COLUMNS = ", ".join(
         "caused_by",
     )
 )
-_OTHER_COLUMNS = ", ".join(f"o.{name} AS o_{name}" for name in ENTITY_TYPES)
 
 
 def window(var: str, as_of: str | None, params: dict[str, Any]) -> str:
@@ -93,8 +92,6 @@ def stored_edge_fields(row: dict[str, Any]) -> dict[str, Any]:
         "authority_status": row["authority_status"],
         "derived_from_event_seq": row["derived_from_event_seq"],
         "derived_from_event_hash": row["derived_from_event_hash"],
-        "carried_from": row["carried_from"],
-        "carried_by_event_seq": row["carried_by_event_seq"],
     }
 
 
@@ -103,10 +100,10 @@ def to_edge(row: dict[str, Any]) -> RelationEdge:
         uid=row["uid"],
         session=row["session"],
         relation_type=row["relation_type"],
-        source_uid=row["a_uid"],
+        source_key=row["a_key"],
         source_name=row["a_name"],
         source_entity_type=row["a_type"],
-        target_uid=row["b_uid"],
+        target_key=row["b_key"],
         target_name=row["b_name"],
         target_entity_type=row["b_type"],
         **stored_edge_fields(row),
@@ -167,48 +164,87 @@ def relations(
     params: dict[str, Any] = {"session": session}
     conditions = ["r.session = $session", *_edge_filters(params, as_of, include_inferred, relation_type)]
     rows = yield (
-        f"MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE {' AND '.join(conditions)} RETURN {_EDGE_COLUMNS} "
+        f"MATCH (a:EntityKey)-[r:RELATES]->(b:EntityKey) WHERE {' AND '.join(conditions)} "
+        f"RETURN {EDGE_COLUMNS} "
         "ORDER BY r.relation_type, a.name, b.name, r.valid_from",
         params,
     )
     return [to_edge(row) for row in rows]
 
 
+def keys_of(uids: list[str]) -> Reading[dict[str, str]]:
+    """The entity (`identity.entity_key`) of each of the versions `uids` that exists."""
+    if not uids:
+        return {}
+    rows = yield PerKey("MATCH (e:Entity {uid: $each_key}) RETURN e.uid AS uid, e.key AS key", uids, {})
+    return {row["uid"]: row["key"] for row in rows}
+
+
+def versions_at(keys: list[str], as_of: str | None) -> Reading[dict[str, EntityVersion]]:
+    """The version of each entity `keys` that holds at `as_of` (`None`: its open one), where there is one."""
+    if not keys:
+        return {}
+    params: dict[str, Any] = {}
+    if as_of is None:
+        statement = (
+            "MATCH (k:EntityKey {key: $each_key}) MATCH (e:Entity {uid: k.latest_uid}) "
+            f"WHERE e.valid_to IS NULL RETURN {ENTITY_COLUMNS}"
+        )
+    else:
+        statement = (
+            "MATCH (k:EntityKey {key: $each_key})-[:HAS_VERSION]->(e:Entity) "
+            f"WHERE {window('e', as_of, params)} RETURN {ENTITY_COLUMNS}"
+        )
+    rows = yield PerKey(statement, sorted(set(keys)), params)
+    return {row["key"]: to_version(row) for row in rows}
+
+
 def expand(
     uids: list[str], depth: int, as_of: str | None, include_inferred: bool, fanout: int | None = None
 ) -> Reading[list[Neighbour]]:
-    """The entities within `depth` hops (either direction) of the versions `uids`, nearest first.
+    """The entities within `depth` hops (either direction) of the versions `uids`' entities, nearest first,
+    each as its version at `as_of`.
 
-    `fanout` caps the edges read per version, direction and hop, so a hub costs no more than a leaf."""
+    `fanout` caps the edges read per entity, direction and hop, so a hub costs no more than a leaf."""
     cap = "" if fanout is None else f" LIMIT {int(fanout)}"
-    seen = set(uids)
+    seen = set((yield from keys_of(sorted(set(uids)))).values())
     frontier = sorted(seen)
-    found: list[Neighbour] = []
+    levels: list[dict[str, RelationEdge]] = []
     edge_params: dict[str, Any] = {}
     edge_conditions = " AND ".join(_edge_filters(edge_params, as_of, include_inferred, None))
-    for level in range(1, depth + 1):
+    for _ in range(depth):
         if not frontier:
             break
-        reached: dict[str, Neighbour] = {}
-        for near, other in (("a", "b"), ("b", "a")):
+        reached: dict[str, RelationEdge] = {}
+        for pattern, other in (
+            ("(a:EntityKey {key: $each_key})-[r:RELATES]->(b:EntityKey)", "b"),
+            ("(a:EntityKey)-[r:RELATES]->(b:EntityKey {key: $each_key})", "a"),
+        ):
             rows = yield PerKey(
-                "MATCH (a:Entity)-[r:RELATES]->(b:Entity) "
-                f"WHERE {near}.uid = $each_key AND {edge_conditions} "
-                f"WITH a, r, b, {other} AS o RETURN {_EDGE_COLUMNS}, {_OTHER_COLUMNS}{cap}",
+                f"MATCH {pattern} WHERE {edge_conditions} RETURN {EDGE_COLUMNS}, {other}.key AS o_key{cap}",
                 frontier,
                 edge_params,
             )
             for row in rows:
-                uid = row["o_uid"]
-                if uid in seen:
+                key = row["o_key"]
+                if key in seen:
                     continue
-                candidate = Neighbour(entity=to_version(row, "o_"), depth=level, via=to_edge(row))
-                best = reached.get(uid)
-                if best is None or candidate.via.uid < best.via.uid:
-                    reached[uid] = candidate
+                via = to_edge(row)
+                best = reached.get(key)
+                if best is None or via.uid < best.uid:
+                    reached[key] = via
         seen.update(reached)
         frontier = sorted(reached)
-        found.extend(sorted(reached.values(), key=lambda n: (n.entity.entity_type, n.entity.name)))
+        levels.append(reached)
+    versions = yield from versions_at([key for reached in levels for key in reached], as_of)
+    found: list[Neighbour] = []
+    for level, reached in enumerate(levels, start=1):
+        near = [
+            Neighbour(entity=versions[key], depth=level, via=via)
+            for key, via in reached.items()
+            if key in versions
+        ]
+        found.extend(sorted(near, key=lambda n: (n.entity.entity_type, n.entity.name)))
     return found
 
 

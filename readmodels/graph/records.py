@@ -45,15 +45,16 @@ class EntityVersion(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class RelationEdge(msgspec.Struct, frozen=True, kw_only=True):
-    """One edge between two entity versions, with its window, provenance and audit fields."""
+    """One edge between two entities (their keys, `identity.entity_key`), with its window, provenance and
+    audit fields. It joins entities, not versions: revising either end leaves it as it is."""
 
     uid: str
     session: str
     relation_type: str
-    source_uid: str
+    source_key: str
     source_name: str
     source_entity_type: str
-    target_uid: str
+    target_key: str
     target_name: str
     target_entity_type: str
     properties: dict[str, Any]
@@ -75,8 +76,6 @@ class RelationEdge(msgspec.Struct, frozen=True, kw_only=True):
     authority_status: str | None
     derived_from_event_seq: int | None
     derived_from_event_hash: str | None
-    carried_from: str | None
-    carried_by_event_seq: int | None
 
 
 class Neighbour(msgspec.Struct, frozen=True, kw_only=True):

@@ -1,4 +1,4 @@
-"""The relation half of the temporal rules: assert, close, carry forward, invalidate, retract.
+"""The relation half of the temporal rules: assert, close, invalidate, retract.
 
 `RelationRules` is mixed into `versioning.Resolver`, which provides the entity half (`_resolve_ref`, the
 current event, the plan being built); the rules themselves are documented there and in
@@ -8,8 +8,6 @@ docs/graph-schema.md.
 from __future__ import annotations
 
 from typing import Any, TypeVar
-
-import msgspec
 
 from readmodels.graph.identity import content_hash, name_key, relation_key, triple_key
 from readmodels.graph.model import (
@@ -36,7 +34,7 @@ def _discard(index: dict[K, dict[int, RelationRow]], key: K, edge: RelationRow) 
 
 
 class EdgeIndex:
-    """Open edges by entity version, relation key, triple and (session, edge_id)."""
+    """Open edges by entity key, relation key, triple and (session, edge_id)."""
 
     def __init__(self) -> None:
         self.by_entity: dict[str, dict[int, RelationRow]] = {}
@@ -45,16 +43,16 @@ class EdgeIndex:
         self.by_edge_id: dict[tuple[str, str], dict[int, RelationRow]] = {}
 
     def add(self, edge: RelationRow) -> None:
-        self.by_entity.setdefault(edge.source_uid, {})[id(edge)] = edge
-        self.by_entity.setdefault(edge.target_uid, {})[id(edge)] = edge
+        self.by_entity.setdefault(edge.source_key, {})[id(edge)] = edge
+        self.by_entity.setdefault(edge.target_key, {})[id(edge)] = edge
         self.by_key[edge.key] = edge
         self.by_triple.setdefault(edge.triple, {})[id(edge)] = edge
         if edge.edge_id is not None:
             self.by_edge_id.setdefault((edge.session, edge.edge_id), {})[id(edge)] = edge
 
     def remove(self, edge: RelationRow) -> None:
-        for uid in (edge.source_uid, edge.target_uid):
-            _discard(self.by_entity, uid, edge)
+        for entity in (edge.source_key, edge.target_key):
+            _discard(self.by_entity, entity, edge)
         if self.by_key.get(edge.key) is edge:
             del self.by_key[edge.key]
         _discard(self.by_triple, edge.triple, edge)
@@ -107,8 +105,8 @@ class RelationRules:
             edge_id=op.edge_id,
             method=op.inference_method,
         )
-        if not source.pending:
-            self._demand(EdgeDemands(keys={(source.uid, key)}))
+        if source.key not in self.plan.new_keys:
+            self._demand(EdgeDemands(keys={(source.key, key)}))
         audit: dict[str, Any] = {
             "inferred": op.inferred,
             "confidence": op.confidence,
@@ -126,7 +124,7 @@ class RelationRules:
         content = content_hash([source.name, target.name, op.relation_type, op.properties, audit])
         existing = self.edges.by_key.get(key)
         if existing is not None:
-            same_ends = existing.source_uid == source.uid and existing.target_uid == target.uid
+            same_ends = existing.source_key == source.key and existing.target_key == target.key
             if existing.content == content and same_ends:
                 self._project_edge(existing, "unchanged")
                 return
@@ -141,8 +139,8 @@ class RelationRules:
             triple=triple,
             session=session,
             relation_type=op.relation_type,
-            source_uid=source.uid,
-            target_uid=target.uid,
+            source_key=source.key,
+            target_key=target.key,
             source_name=source.name,
             target_name=target.name,
             properties=dict(op.properties),
@@ -152,8 +150,6 @@ class RelationRules:
             source_event_hash=op.provenance.event_hash,
             source_event_type=op.provenance.event_type,
             source_thread=op.provenance.source_thread,
-            carried_from=None,
-            carried_by_event_seq=None,
             content=content,
             pending=True,
             **audit,
@@ -172,41 +168,11 @@ class RelationRules:
         if not edge.pending:
             self.plan.closed_relations.append(edge)
 
-    def _carry(self, edge: RelationRow, old: EntityRow, new: EntityRow) -> None:
-        if id(edge) in self._made_now:
-            self.edges.remove(edge)
-            edge.source_uid = new.uid if edge.source_uid == old.uid else edge.source_uid
-            edge.target_uid = new.uid if edge.target_uid == old.uid else edge.target_uid
-            edge.valid_from = max(edge.valid_from, new.valid_from)
-            edge.derived_uid = None
-            self.edges.add(edge)
-            return
-        previous_uid = edge.uid
-        self._close_edge(edge, new.valid_from)
-        copy = msgspec.structs.replace(
-            edge,
-            source_uid=new.uid if edge.source_uid == old.uid else edge.source_uid,
-            target_uid=new.uid if edge.target_uid == old.uid else edge.target_uid,
-            valid_from=max(new.valid_from, edge.valid_from),
-            valid_to=None,
-            carried_from=previous_uid,
-            carried_by_event_seq=self.event.seq,
-            loaded_uid=None,
-            derived_uid=None,
-            pending=True,
-            evidence_event_hashes=list(edge.evidence_event_hashes),
-            evidence_event_seqs=list(edge.evidence_event_seqs),
-            evidence_citations=list(edge.evidence_citations),
-            evidence_quotes=list(edge.evidence_quotes),
-            properties=dict(edge.properties),
-        )
-        self._add_edge(copy)
-
     def _demand_triple(self, source: str, triple: str) -> None:
         for key in self.names.get(name_key(self.event.session, source), ()):
             head = self.heads.get(key)
-            if head is not None and head.is_open and not head.pending:
-                self._demand(EdgeDemands(triples={(head.uid, triple)}))
+            if head is not None and head.is_open and key not in self.plan.new_keys:
+                self._demand(EdgeDemands(triples={(head.key, triple)}))
 
     def _invalidate_relation(self, op: RelationInvalidation) -> None:
         triple = triple_key(self.event.session, op.source, op.target, op.relation_type)

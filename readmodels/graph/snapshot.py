@@ -21,7 +21,7 @@ def _returns(types: dict[str, str], var: str) -> str:
 
 ENTITY_RETURN = _returns(ENTITY_TYPES, "e")
 EDGE_RETURN = (
-    "a.uid AS source_uid, b.uid AS target_uid, a.name AS source_name, b.name AS target_name, "
+    "a.key AS source_key, b.key AS target_key, a.name AS source_name, b.name AS target_name, "
     + _returns(EDGE_TYPES, "r")
 )
 
@@ -51,8 +51,8 @@ def edge_from_row(row: dict[str, Any]) -> RelationRow:
         triple=row["triple"],
         session=row["session"],
         relation_type=row["relation_type"],
-        source_uid=row["source_uid"],
-        target_uid=row["target_uid"],
+        source_key=row["source_key"],
+        target_key=row["target_key"],
         source_name=row["source_name"],
         target_name=row["target_name"],
         **stored_edge_fields(row),
@@ -94,7 +94,7 @@ def load_snapshot(request: LoadRequest) -> Reading[Snapshot]:
     if request.edge_ids:
         wanted = set(request.edge_ids)
         rows = yield (
-            "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE r.valid_to IS NULL AND r.edge_id IN $ids "
+            "MATCH (a:EntityKey)-[r:RELATES]->(b:EntityKey) WHERE r.valid_to IS NULL AND r.edge_id IN $ids "
             f"RETURN {EDGE_RETURN}",
             {"ids": sorted({edge_id for _, edge_id in wanted})},
         )
@@ -105,24 +105,28 @@ def load_snapshot(request: LoadRequest) -> Reading[Snapshot]:
 
 
 def load_open_edges(demands: EdgeDemands) -> Reading[list[RelationRow]]:
-    """The stored open edges a first resolution asked for: on closed versions, by key, by triple."""
+    """The stored open edges a first resolution asked for: of invalidated entities, by key, by triple."""
     edges: list[RelationRow] = []
-    uids = sorted(demands.entities)
-    if uids:
+    entities = sorted(demands.entities)
+    if entities:
         for pattern in (
-            "MATCH (a:Entity {uid: uid}) MATCH (a)-[r:RELATES]->(b:Entity)",
-            "MATCH (b:Entity {uid: uid}) MATCH (a:Entity)-[r:RELATES]->(b)",
+            "MATCH (a:EntityKey {key: entity}) MATCH (a)-[r:RELATES]->(b:EntityKey)",
+            "MATCH (b:EntityKey {key: entity}) MATCH (a:EntityKey)-[r:RELATES]->(b)",
         ):
             rows = yield (
-                f"UNWIND $uids AS uid {pattern} WHERE r.valid_to IS NULL RETURN {EDGE_RETURN}",
-                {"uids": uids},
+                f"UNWIND $entities AS entity {pattern} WHERE r.valid_to IS NULL RETURN {EDGE_RETURN}",
+                {"entities": entities},
             )
             edges.extend(edge_from_row(row) for row in rows)
     for field, wanted in (("key", demands.keys), ("triple", demands.triples)):
-        pairs = [{"uid": uid, "value": value} for uid, value in sorted(wanted) if uid not in demands.entities]
+        pairs = [
+            {"entity": entity, "value": value}
+            for entity, value in sorted(wanted)
+            if entity not in demands.entities
+        ]
         if pairs:
             rows = yield (
-                "UNWIND $pairs AS p MATCH (a:Entity {uid: p.uid}) MATCH (a)-[r:RELATES]->(b:Entity) "
+                "UNWIND $pairs AS p MATCH (a:EntityKey {key: p.entity}) MATCH (a)-[r:RELATES]->(b:EntityKey) "
                 f"WHERE r.valid_to IS NULL AND r.{field} = p.value RETURN {EDGE_RETURN}",
                 {"pairs": pairs},
             )

@@ -10,13 +10,12 @@ The rules (docs/graph-schema.md explains them with examples):
   microsecond later, unless both come from the same event, which then simply updates its own version.
 - **Invalidation** closes the current version at `invalid_at` (never before it opened) and deletes
   nothing. Asserting the entity again opens a fresh version, linked to the closed one.
-- **Relations** join the *current* versions of their ends, which are created (or reopened) when missing.
-  An untyped end (a name alone) resolves to the open entity of that name, preferring a real type over the
-  placeholder type `entity`, then the most recent. An edge's window lies inside both ends' windows.
-- **Carry-forward:** when a version is superseded, each edge still open on it is closed at that instant
-  and continued by a copy on the new version (`carried_from` = the closed edge's uid, provenance kept).
-  An edge made by the same event is moved instead of copied. When a version is invalidated, its open
-  edges close with it.
+- **Relations** join *entities* (their keys), not versions: an edge stays as it is while either end is
+  revised, so an entity revised in every fact and related to many others costs one row per relation, not
+  one per relation and revision. Its ends' current versions are created (or reopened) when missing, and it
+  starts no earlier than either. An untyped end (a name alone) resolves to the open entity of that name,
+  preferring a real type over the placeholder type `entity`, then the most recent. When an entity is
+  invalidated, its open edges close with it; reopening it does not reopen them.
 - **Retraction** closes inferred edges (by `edge_id`, or by source, target and type); **relation
   invalidation** closes every open edge of that triple. Nothing is ever deleted.
 
@@ -275,12 +274,12 @@ class Resolver(RelationRules):
         row.valid_to = max(at, row.valid_from)
         if not row.pending:
             self.plan.closed_entities.append(row)
-            self._demand(EdgeDemands(entities={row.uid}))
-        for edge in self.edges.ordered(self.edges.by_entity.get(row.uid)):
-            if successor is None:
-                self._close_edge(edge, row.valid_to)
-            else:
-                self._carry(edge, row, successor)
+        if successor is not None:
+            return  # edges join entities, not versions: a new version leaves them as they are
+        if row.key not in self.plan.new_keys:  # an entity new in this batch has no stored edges
+            self._demand(EdgeDemands(entities={row.key}))
+        for edge in self.edges.ordered(self.edges.by_entity.get(row.key)):
+            self._close_edge(edge, row.valid_to)
 
     def _invalidate_entity(self, op: EntityInvalidation) -> None:
         latest = self.heads.get(entity_key(self.event.session, op.name, op.entity_type))

@@ -30,7 +30,7 @@ from readmodels.graph.properties import (
     SOURCE_TYPES,
 )
 
-ENDPOINTS: Final = {"source_uid": "STRING", "target_uid": "STRING"}
+ENDPOINTS: Final = {"source_key": "STRING", "target_key": "STRING"}
 SESSION_ROW: Final = {
     "session": "STRING",
     "first_seq": "INT64",
@@ -99,6 +99,11 @@ def write_steps(plan: WritePlan, projector: str) -> Iterator[WriteStep]:
         "MATCH (k:EntityKey {key: r.key}) SET k.latest_uid = r.latest_uid, k.versions = r.versions",
         ENTITY_KEY_TYPES,
         [row for row in keys if row["key"] not in plan.new_keys],
+    )
+    yield from _step(
+        "MATCH (k:EntityKey {key: r.key}) MATCH (e:Entity {uid: r.uid}) CREATE (k)-[:HAS_VERSION]->(e)",
+        {"key": "STRING", "uid": "STRING"},
+        [{"key": row.key, "uid": row.uid} for row in plan.new_entities],
     )
     yield from _step(
         "MATCH (o:Entity {uid: r.old}) MATCH (n:Entity {uid: r.new}) "
@@ -196,12 +201,12 @@ def _spine_link_rows(plan: WritePlan) -> list[dict[str, Any]]:
 
 
 def _edge_steps(plan: WritePlan) -> Iterator[WriteStep]:
-    endpoints = "MATCH (a:Entity {uid: r.source_uid}) MATCH (b:Entity {uid: r.target_uid}) "
+    endpoints = "MATCH (a:EntityKey {key: r.source_key}) MATCH (b:EntityKey {key: r.target_key}) "
     closed: dict[str, list[dict[str, Any]]] = {}
     for edge in plan.closed_relations:
         row = {
-            "source_uid": edge.source_uid,
-            "target_uid": edge.target_uid,
+            "source_key": edge.source_key,
+            "target_key": edge.target_key,
             "uid": edge.uid,
             "valid_to": edge.valid_to,
         }
@@ -210,9 +215,9 @@ def _edge_steps(plan: WritePlan) -> Iterator[WriteStep]:
     for label, rows in closed.items():
         yield from _step(
             # from the source alone, in one pattern with an unlabeled target: a target (a team, say) collects
-            # incoming edges from every version pointing at it, and both a bound target and a second MATCH
+            # incoming edges from every entity pointing at it, and both a bound target and a second MATCH
             # make the planner join against whole-table scans (2.3x slower at 100k edges)
-            f"MATCH (a:Entity {{uid: r.source_uid}})-[e:`{label}`]->() WHERE e.uid = r.uid "
+            f"MATCH (a:EntityKey {{key: r.source_key}})-[e:`{label}`]->() WHERE e.uid = r.uid "
             "SET e.valid_to = r.valid_to",
             {**ENDPOINTS, **CLOSED_ROW},
             rows,
@@ -236,9 +241,9 @@ def _edge_steps(plan: WritePlan) -> Iterator[WriteStep]:
         ],
     )
     yield from _step(
-        "MATCH (v:Event {uid: r.event_uid}) MATCH (e:Entity {uid: r.source_uid}) "
-        f"CREATE (v)-[:PROJECTED_RELATION {{{_props(PROJECTED_RELATION_TYPES)}}}]->(e)",
-        {"event_uid": "STRING", "source_uid": "STRING", **PROJECTED_RELATION_TYPES},
+        "MATCH (v:Event {uid: r.event_uid}) MATCH (k:EntityKey {key: r.source_key}) "
+        f"CREATE (v)-[:PROJECTED_RELATION {{{_props(PROJECTED_RELATION_TYPES)}}}]->(k)",
+        {"event_uid": "STRING", "source_key": "STRING", **PROJECTED_RELATION_TYPES},
         [_projected_relation_row(ev, edge, action) for ev, edge, action in plan.projected_relations],
     )
 
@@ -247,8 +252,8 @@ def _projected_relation_row(event: str, edge: RelationRow, action: str) -> dict[
     row = {name: getattr(edge, name) for name in AUDIT_FIELDS}
     row.update(
         event_uid=event,
-        source_uid=edge.source_uid,
-        target_uid=edge.target_uid,
+        source_key=edge.source_key,
+        target_key=edge.target_key,
         uid=edge.uid,
         relation_type=edge.relation_type,
         action=action,

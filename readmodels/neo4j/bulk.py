@@ -41,13 +41,17 @@ _ENDS: Final = {
     "NEXT_EVENT": ("Event", "Event"),
     "PREVIOUS_EVENT": ("Event", "Event"),
     "PROJECTED_ENTITY": ("Event", "Entity"),
-    "PROJECTED_RELATION": ("Event", "Entity"),
+    "PROJECTED_RELATION": ("Event", "EntityKey"),
+    "HAS_VERSION": ("EntityKey", "Entity"),
+    "SUPERSEDED_BY": ("Entity", "Entity"),
+    "PREVIOUS_VERSION": ("Entity", "Entity"),
     "OBSERVED_COMMAND": ("Entity", "Event"),
     "OBSERVED_FILE_EDIT": ("Entity", "Event"),
     "OBSERVED_TOOL_CALL": ("Entity", "Event"),
     "HAS_CHECKPOINT": ("Entity", "Event"),
 }
-"""(from, to) labels of each relationship table joining one pair; the others join entity versions."""
+"""(from, to) labels of each relationship table joining one pair; the others (`RELATES` and its typed
+twins) join entities (`EntityKey`)."""
 
 
 def node_key(label: str) -> str:
@@ -57,7 +61,7 @@ def node_key(label: str) -> str:
 
 def relationship_ends(target: CopyTarget) -> tuple[str, str]:
     """The (from, to) node labels of a relationship table."""
-    return target.pair or _ENDS.get(target.table, ("Entity", "Entity"))
+    return target.pair or _ENDS.get(target.table, ("EntityKey", "EntityKey"))
 
 
 def load_statement(target: CopyTarget) -> str:

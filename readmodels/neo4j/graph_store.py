@@ -22,6 +22,7 @@ from readmodels.graph import equivalence, reads
 from readmodels.graph.cypher.guard import single_read_statement
 from readmodels.graph.cypher.io import Reading, Row, run_async
 from readmodels.graph.cypher.read_plan import refuse_neo4j_plan
+from readmodels.graph.migrations import outdated_graph
 from readmodels.graph.model import EventProjection
 from readmodels.graph.protocol import GraphQueryError, GraphStoreError, ReadOnlyQueryError
 from readmodels.graph.records import (
@@ -109,6 +110,7 @@ class Neo4jGraphStore:
         self._connection_timeout_s = connection_timeout_s
         self._retry_time_s = retry_time_s
         self._driver: AsyncDriver | None = None
+        self._model_checked = False  # whether the graph was found built by this projection (`apply`)
         self.migrations_applied: list[str] = []
         """The migrations the last `open` applied (none when the schema was up to date)."""
 
@@ -182,6 +184,10 @@ class Neo4jGraphStore:
     async def apply(self, projector: str, projections: Sequence[EventProjection]) -> int:
         if not projections:
             return 0
+        if not self._model_checked:
+            if await self.run_write("MATCH (:Entity)-[r:RELATES]->() RETURN r.uid AS uid LIMIT 1", {}):
+                raise outdated_graph(f"the graph in Neo4j {self.uri} (database {self.database})")
+            self._model_checked = True  # nothing writes an edge between versions any more
         batch = list(projections)
         async with self._session(neo4j.WRITE_ACCESS) as session:
             return await unavailable_as_error(session.execute_write(_apply_in, projector, batch), self.uri)

@@ -129,6 +129,12 @@ def _migrations(vector_dimensions: int) -> tuple[tuple[str, tuple[str, ...]], ..
                 "`vector.similarity_function`: 'cosine', `vector.quantization.enabled`: false}}",
             ),
         ),
+        (
+            "0008_edges_join_entities",
+            (  # relations join entities (`EntityKey`) since this one: a causal hop finds them by name
+                "CREATE INDEX entity_key_session_name IF NOT EXISTS FOR (k:EntityKey) ON (k.session, k.name)",
+            ),
+        ),
     )
 
 

@@ -262,7 +262,7 @@ def _same_as(request: CandidateRequest) -> Reading[Candidate | None]:
         params["session"] = request.session
         conditions.append("r.session = $session")
     rows = yield (
-        f"MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE {' AND '.join(conditions)} "
+        f"MATCH (a:EntityKey)-[r:RELATES]->(b:EntityKey) WHERE {' AND '.join(conditions)} "
         "RETURN r.session AS session, a.name AS a_name, a.entity_type AS a_type, b.name AS b_name, "
         "b.entity_type AS b_type, r.valid_from AS valid_from, r.valid_to AS valid_to, "
         "r.review_status AS review_status, r.confidence AS confidence, r.inference_method AS method, "

@@ -28,8 +28,7 @@ import msgspec
 from eventloom.event import SESSION_PATTERN
 from readmodels.graph.cypher.io import Reading
 from readmodels.graph.model import SNAKE_CASE, InvalidGraphWrite, canonical_ts
-from readmodels.graph.properties import EDGE_TYPES
-from readmodels.graph.reads import to_edge, window
+from readmodels.graph.reads import EDGE_COLUMNS, to_edge, window
 from readmodels.graph.records import RelationEdge
 from readmodels.retrieval.hits import event_citation
 from readmodels.retrieval.model import MAX_DEPTH, MAX_LIMIT, Citation, QueryError, check_range
@@ -44,11 +43,6 @@ DEFAULT_CAUSAL_LIMIT: Final = 20
 MAX_SUGGESTIONS: Final = 5
 MAX_NAMES_COMPARED: Final = 5000
 _EVENT_URI: Final = re.compile(r"^eventloom://([A-Za-z0-9_-]{1,128})/events/([1-9][0-9]*)#([0-9a-f]{12})$")
-_EDGE_COLUMNS: Final = (  # the columns `reads.to_edge` decodes
-    "a.uid AS a_uid, a.name AS a_name, a.entity_type AS a_type, "
-    "b.uid AS b_uid, b.name AS b_name, b.entity_type AS b_type, "
-    + ", ".join(f"r.{name} AS {name}" for name in EDGE_TYPES)
-)
 
 
 class CausalRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -228,13 +222,11 @@ def hop_statement(session: str, direction: Direction, as_of: str | None) -> tupl
         f"{near}.name IN $names",
         f"NOT ({far}.name IN $visited)",
         "r.relation_type STARTS WITH $prefix",
-        window("r", as_of, params),
-        window("a", as_of, params),
-        window("b", as_of, params),
+        window("r", as_of, params),  # an edge holds only while both its entities do
     ]
     statement = (
-        f"MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE {' AND '.join(conditions)} "
-        f"RETURN {_EDGE_COLUMNS} "
+        f"MATCH (a:EntityKey)-[r:RELATES]->(b:EntityKey) WHERE {' AND '.join(conditions)} "
+        f"RETURN {EDGE_COLUMNS} "
         f"ORDER BY coalesce(r.confidence, 1.0) DESC, {near}.name, {far}.name, r.relation_type, r.uid "
         "LIMIT $cap"
     )

@@ -314,15 +314,13 @@ def _concerning(request: CausalExplainRequest, name: str) -> Reading[list[Causal
         "x.name = $name",
         "o.entity_type = $type",
         "r.relation_type = $rel",
-        window("r", request.as_of, params),
-        window("o", request.as_of, params),
-        window("x", request.as_of, params),
+        window("r", request.as_of, params),  # an edge holds only while both its entities do
     ]
     if request.entity_type is not None:
         params["entity_type"] = request.entity_type
         conditions.append("x.entity_type = $entity_type")
     rows = yield (
-        f"MATCH (o:Entity)-[r:RELATES]->(x:Entity) WHERE {' AND '.join(conditions)} "
+        f"MATCH (o:EntityKey)-[r:RELATES]->(x:EntityKey) WHERE {' AND '.join(conditions)} "
         "RETURN DISTINCT o.name AS name ORDER BY name LIMIT $cap",
         {**params, "cap": request.limit},
     )

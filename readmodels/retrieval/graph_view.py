@@ -31,7 +31,7 @@ NODE_PREFIX: Final = "graph:"
 HIDDEN_TYPES: Final = ("event",)
 _OTHER_MODEL: Final = re.compile(r"^[a-z][a-z0-9_]*:[^:]")
 _EDGE_COLUMNS: Final = (
-    "a.uid AS source, b.uid AS target, r.relation_type AS relation_type, r.inferred AS inferred, "
+    "a.key AS source, b.key AS target, r.relation_type AS relation_type, r.inferred AS inferred, "
     "r.confidence AS confidence, r.valid_from AS valid_from, r.valid_to AS valid_to, r.session AS session, "
     "r.source_event_seq AS seq, r.source_event_hash AS hash"
 )
@@ -131,18 +131,28 @@ def _drawn(rows: list[dict[str, Any]], as_of: str | None) -> Reading[ViewGraph]:
     for version in history:
         versions[version["key"]].append(version)
     uids = sorted({row["uid"] for row in rows})
-    params: dict[str, Any] = {"uids": uids}
+    # a relation joins entities: it is drawn between their drawn versions that hold at `as_of` (open ones)
+    holding = {row["key"]: row["uid"] for row in rows if _holds(row, as_of)}
+    params: dict[str, Any] = {"keys": sorted(holding)}
     condition = window("r", as_of, params)
     edge_rows: list[dict[str, Any]] = yield PerKey(
-        "MATCH (a:Entity)-[r:RELATES]->(b:Entity) "
-        f"WHERE a.uid = $each_key AND b.uid IN $uids AND {condition} RETURN {_EDGE_COLUMNS}",
-        uids,
+        "MATCH (a:EntityKey {key: $each_key})-[r:RELATES]->(b:EntityKey) "
+        f"WHERE b.key IN $keys AND {condition} RETURN {_EDGE_COLUMNS}",
+        sorted(holding),
         params,
     )
+    edge_rows = [
+        {**row, "source": holding[row["source"]], "target": holding[row["target"]]} for row in edge_rows
+    ]
     edge_rows.sort(key=lambda row: (row["relation_type"], row["source"], row["target"]))
     nodes = [_node(row, versions[row["key"]], as_of) for row in rows]
     edges = [_edge(row) for row in edge_rows] + _lineage(set(uids), versions)
     return ViewGraph(nodes=nodes, edges=edges)
+
+
+def _holds(row: dict[str, Any], as_of: str | None) -> bool:
+    """Every version drawn as of an instant holds then; without one, the open ones hold."""
+    return as_of is not None or row["valid_to"] is None
 
 
 def _citation(row: dict[str, Any]) -> str:

@@ -82,6 +82,7 @@ PREVIOUS_VERSION = _rel("PREVIOUS_VERSION", {"at": "STRING"})
 RELATES = _rel("RELATES", EDGE_TYPES)
 PROJECTED_ENTITY = _rel("PROJECTED_ENTITY", {"action": "STRING"})
 PROJECTED_RELATION = _rel("PROJECTED_RELATION", PROJECTED_RELATION_TYPES)
+HAS_VERSION = _rel("HAS_VERSION")
 EVENT_CITES = _rel("CITES_SOURCE", CITATION_TYPES, pair=("Event", "Source"))
 ENTITY_CITES = _rel("CITES_SOURCE", CITATION_TYPES, pair=("Entity", "Source"))
 OBSERVATIONS = {kind: _rel(kind, OBSERVATION_TYPES) for kind in OBSERVATION_TABLES}
@@ -141,7 +142,7 @@ def _projected_relation_table(plan: WritePlan) -> pa.Table:
     items = plan.projected_relations
     columns: dict[str, list[Any]] = {
         "from": [event for event, _, _ in items],
-        "to": [edge.source_uid for _, edge, _ in items],
+        "to": [edge.source_key for _, edge, _ in items],
         "action": [action for _, _, action in items],
     }
     for name, _ in PROJECTED_RELATION.columns[2:]:
@@ -153,8 +154,8 @@ def _projected_relation_table(plan: WritePlan) -> pa.Table:
 def _edge_tables(edges: list[RelationRow]) -> dict[CopyTarget, pa.Table]:
     """`RELATES` and the typed twins, built column by column (they are most of a graph's rows)."""
     columns: dict[str, list[Any]] = {
-        "from": [edge.source_uid for edge in edges],
-        "to": [edge.target_uid for edge in edges],
+        "from": [edge.source_key for edge in edges],
+        "to": [edge.target_key for edge in edges],
     }
     for name in EDGE_TYPES:
         if name == "properties":
@@ -176,6 +177,7 @@ def _dict_rows(plan: WritePlan, projector: str) -> dict[CopyTarget, list[dict[st
         SESSION: [{**row, "id": row["session"], "event_count": row["count"]} for row in session_rows(plan)],
         ENTITY: [row.row() for row in plan.new_entities],
         ENTITY_KEY: plan.entity_key_rows(),
+        HAS_VERSION: [{"from": row.key, "to": row.uid} for row in plan.new_entities],
         SUPERSEDED_BY: [{"from": old, "to": new, "at": at} for old, new, at in plan.version_links],
         PREVIOUS_VERSION: [{"from": new, "to": old, "at": at} for old, new, at in plan.version_links],
         PROJECTED_ENTITY: [
