@@ -108,7 +108,7 @@ class RoleSupervisor:
         self.states[name] = RoleState(
             state="failing",
             restarts=previous.restarts + 1,
-            last_error=f"{type(error).__name__}: {error}"[:_ERROR_CHARS],
+            last_error=_said(error)[:_ERROR_CHARS],
             failed_at=utc_timestamp(),
             retry_in_s=retry_s,
         )
@@ -127,6 +127,14 @@ class RoleSupervisor:
                 await self._on_change()
             except Exception:  # telling the world is best effort; the roles go on
                 log.exception("could not record the roles' states")
+
+
+def _said(error: BaseException) -> str:
+    """What failed, in a line: the error itself, not the task group a role ran it in (a role's `TaskGroup`
+    wraps whatever failed inside it in an `ExceptionGroup`, which says only that something did)."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return f"{type(error).__name__}: {error}"
 
 
 async def _failure_of(attempt: asyncio.Future[None]) -> BaseException | None:

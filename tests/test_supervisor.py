@@ -137,3 +137,22 @@ async def test_a_role_that_waits_out_trouble_itself_is_failing_until_it_says_it_
     assert supervisor.states["projector:graph"].state == "running"
     stop.set()
     await asyncio.wait_for(task, 5)
+
+
+async def test_an_error_inside_a_roles_task_group_shows_as_itself() -> None:
+    supervisor = RoleSupervisor(first_retry_s=0.02, max_retry_s=0.02, stable_s=5.0)
+
+    async def grouped() -> None:
+        async def store() -> None:
+            raise LookupError("this graph was built by an older projection: rebuild it")
+
+        async with asyncio.TaskGroup() as group:
+            group.create_task(store())
+
+    stop = asyncio.Event()
+    task = asyncio.create_task(supervisor.run({"grouped": grouped}, stop))
+    await _until(lambda: "grouped" in supervisor.failing())
+    stop.set()
+    await asyncio.wait_for(task, 5)
+    error = supervisor.states["grouped"].last_error
+    assert error == "LookupError: this graph was built by an older projection: rebuild it"
