@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import msgspec
 
 from readmodels.graph.cypher.io import PerKey, Reading
-from readmodels.graph.reads import ENTITY_COLUMNS, expand, keys_of, to_version, window
+from readmodels.graph.reads import ENTITY_COLUMNS, expand, keys_of, latest_rows, to_version, window
 from readmodels.graph.records import EntityVersion, Neighbour
 
 
@@ -37,14 +37,8 @@ def versions_by_key(keys: Sequence[str]) -> Reading[list[EntityVersion]]:
 
 def current_by_key(keys: Sequence[str]) -> Reading[list[tuple[EntityVersion, int]]]:
     """The latest version of each entity key, with how many versions the entity has (index lookups)."""
-    if not keys:
-        return []
-    rows = yield (
-        "UNWIND $keys AS key MATCH (k:EntityKey {key: key}) MATCH (e:Entity {uid: k.latest_uid}) "
-        f"RETURN k.versions AS versions, {ENTITY_COLUMNS}",
-        {"keys": sorted(set(keys))},
-    )
-    return [(to_version(row), int(row["versions"])) for row in rows]
+    rows = yield from latest_rows(keys)
+    return [(to_version(row), row["versions"]) for row in sorted(rows, key=lambda row: row["key"])]
 
 
 class NamedKey(msgspec.Struct, frozen=True):

@@ -6,6 +6,7 @@ the function naming a relationship's type, is a parameter.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from readmodels.graph.cypher.io import PerKey, Reading
@@ -180,22 +181,36 @@ def keys_of(uids: list[str]) -> Reading[dict[str, str]]:
     return {row["uid"]: row["key"] for row in rows}
 
 
-def versions_at(keys: list[str], as_of: str | None) -> Reading[dict[str, EntityVersion]]:
+def latest_rows(keys: Sequence[str]) -> Reading[list[dict[str, Any]]]:
+    """The latest version (open or closed) of each entity `keys` that exists: `ENTITY_COLUMNS` and
+    `versions`, the entity's count of versions.
+
+    One statement over every key: run once per key (`PerKey`), LadybugDB reads the whole `Entity` table
+    for each to follow `k.latest_uid` (60 keys: 331 ms at 20,000 events), unwound it seeks (1 ms)."""
+    if not keys:
+        return []
+    rows: list[dict[str, Any]] = yield (
+        "UNWIND $keys AS key MATCH (k:EntityKey {key: key}) MATCH (e:Entity {uid: k.latest_uid}) "
+        f"RETURN k.versions AS versions, {ENTITY_COLUMNS}",
+        {"keys": sorted(set(keys))},
+    )
+    return rows
+
+
+def versions_at(keys: Sequence[str], as_of: str | None) -> Reading[dict[str, EntityVersion]]:
     """The version of each entity `keys` that holds at `as_of` (`None`: its open one), where there is one."""
     if not keys:
         return {}
-    params: dict[str, Any] = {}
     if as_of is None:
-        statement = (
-            "MATCH (k:EntityKey {key: $each_key}) MATCH (e:Entity {uid: k.latest_uid}) "
-            f"WHERE e.valid_to IS NULL RETURN {ENTITY_COLUMNS}"
-        )
-    else:
-        statement = (
-            "MATCH (k:EntityKey {key: $each_key})-[:HAS_VERSION]->(e:Entity) "
-            f"WHERE {window('e', as_of, params)} RETURN {ENTITY_COLUMNS}"
-        )
-    rows = yield PerKey(statement, sorted(set(keys)), params)
+        latest = yield from latest_rows(keys)
+        return {row["key"]: to_version(row) for row in latest if row["valid_to"] is None}
+    params: dict[str, Any] = {}
+    rows = yield PerKey(
+        "MATCH (k:EntityKey {key: $each_key})-[:HAS_VERSION]->(e:Entity) "
+        f"WHERE {window('e', as_of, params)} RETURN {ENTITY_COLUMNS}",
+        sorted(set(keys)),
+        params,
+    )
     return {row["key"]: to_version(row) for row in rows}
 
 

@@ -11,15 +11,14 @@ from typing import Any
 from readmodels.graph.cypher.io import Reading
 from readmodels.graph.identity import checkpoint_uid, decode_json
 from readmodels.graph.plan import EdgeDemands, EntityRow, LoadRequest, RelationRow, Snapshot
-from readmodels.graph.properties import EDGE_TYPES, ENTITY_TYPES
-from readmodels.graph.reads import stored_edge_fields
+from readmodels.graph.properties import EDGE_TYPES
+from readmodels.graph.reads import latest_rows, stored_edge_fields
 
 
 def _returns(types: dict[str, str], var: str) -> str:
     return ", ".join(f"{var}.{name} AS {name}" for name in types)
 
 
-ENTITY_RETURN = _returns(ENTITY_TYPES, "e")
 EDGE_RETURN = (
     "a.key AS source_key, b.key AS target_key, a.name AS source_name, b.name AS target_name, "
     + _returns(EDGE_TYPES, "r")
@@ -85,11 +84,7 @@ def load_snapshot(request: LoadRequest) -> Reading[Snapshot]:
             snapshot.names[row["name_key"]].add(row["key"])
             keys[row["key"]] = None
     if keys:
-        rows = yield (
-            "UNWIND $keys AS key MATCH (k:EntityKey {key: key}) MATCH (e:Entity {uid: k.latest_uid}) "
-            f"RETURN {ENTITY_RETURN}",
-            {"keys": list(keys)},
-        )
+        rows = yield from latest_rows(list(keys))
         snapshot.heads = {row["key"]: entity_from_row(row) for row in rows}
     if request.edge_ids:
         wanted = set(request.edge_ids)
