@@ -174,8 +174,9 @@ class EdgeDemands(msgspec.Struct, kw_only=True):
     """The stored open edges a batch's resolution looked for (see `versioning.Resolver`).
 
     A first resolution without any edges names them; the backend loads exactly these and resolves
-    again. So a batch reads the edges of the versions it closes and the relations it reasserts, never
-    the whole neighbourhood of every entity it merely mentions (an agent with thousands of tasks).
+    again. So a batch reads the edges of the entities it invalidates and the relations it reasserts, never
+    the whole neighbourhood of every entity it merely mentions or revises (an agent with thousands of
+    tasks).
     """
 
     entities: set[str] = msgspec.field(default_factory=set)  # every open edge of these entity keys

@@ -81,8 +81,8 @@ def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
 class Resolver(RelationRules):
     """Resolves a batch against a snapshot: `Resolver(snapshot).resolve(projections)`.
 
-    The stored open edges a batch needs are known only as it is resolved (the versions it closes, the
-    relations it reasserts). Without `known_edges`, a first pass names them (`demands`), the store loads
+    The stored open edges a batch needs are known only as it is resolved (the entities it invalidates,
+    the relations it reasserts). Without `known_edges`, a first pass names them (`demands`), the store loads
     them into the snapshot, and a second pass resolves; with `known_edges` (a store's memory of them),
     one pass takes each in as it is named.
 
