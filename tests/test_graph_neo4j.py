@@ -23,7 +23,7 @@ from projectors.graph.rebuild_neo4j import rebuild_neo4j_from_ledger, rebuild_ne
 from projectors.graph.registry import extract
 from readmodels.documents import MemoryDoc
 from readmodels.embedded.graph_store import LadybugGraphStore
-from readmodels.graph.protocol import GraphStoreError, MigrationChecksumError
+from readmodels.graph.protocol import GraphModelOutdatedError, GraphStoreError, MigrationChecksumError
 from readmodels.neo4j import graph_store as neo4j_module
 from readmodels.neo4j.bulk import Neo4jBulkLoader
 from readmodels.neo4j.graph_store import Neo4jGraphStore
@@ -343,3 +343,16 @@ async def test_work_state_and_invalidation_reads_agree_with_ladybug(
     assert ladybug_answer[0] == [("T1", "open", None, ()), ("T2", "claimed", "bob", ("T1",))]
     assert ladybug_answer[1].candidates == {"event:s/1"}
     assert [g.entity for g in ladybug_answer[1].invalidations] == ["flag-x"]
+
+
+async def test_a_graph_whose_relations_join_versions_is_refused_on_its_first_write_until_cleared(
+    neo4j_store: Neo4jGraphStore,
+) -> None:
+    """Neo4j refuses at the first write, not at open: the in-place rebuild must still open and clear it."""
+    await neo4j_store.run_write("CREATE (:Entity {uid: 'a'})-[:RELATES {uid: 'r'}]->(:Entity {uid: 'b'})", {})
+    projections = [extract(event) for event in work_story().events]
+    with pytest.raises(GraphModelOutdatedError, match="eventloom rebuild graph"):
+        await neo4j_store.apply("graph", projections)
+    assert await neo4j_store.applied_seqs("graph", ["s1"]) == {}  # nothing written
+    await neo4j_store.clear()
+    assert await neo4j_store.apply("graph", projections) == len(projections)
