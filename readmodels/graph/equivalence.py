@@ -18,7 +18,15 @@ from typing import Any, Final
 import msgspec
 
 from readmodels.graph.cypher.io import PerKey, Reading
-from readmodels.graph.reads import EDGE_COLUMNS, expand, keys_of, to_edge, versions_at, window
+from readmodels.graph.reads import (
+    EDGE_COLUMNS,
+    RELATIONS_OF_EACH_KEY,
+    expand,
+    keys_of,
+    to_edge,
+    versions_at,
+    window,
+)
 from readmodels.graph.records import EntityVersion, Neighbour, RelationEdge
 
 SAME_AS: Final = "same_as"
@@ -52,10 +60,7 @@ def same_as_classes(uids: Sequence[str], as_of: str | None = None) -> Reading[di
         if not frontier:
             break
         reached: set[str] = set()
-        for pattern in (
-            "(a:EntityKey {key: $each_key})-[r:RELATES]->(b:EntityKey)",
-            "(a:EntityKey)-[r:RELATES]->(b:EntityKey {key: $each_key})",
-        ):
+        for pattern, _ in RELATIONS_OF_EACH_KEY:
             rows = yield PerKey(f"MATCH {pattern} WHERE {condition} RETURN {EDGE_COLUMNS}", frontier, params)
             for row in rows:
                 edge = links[row["uid"]] = to_edge(row)

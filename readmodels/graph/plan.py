@@ -135,7 +135,7 @@ class RelationRow(msgspec.Struct, gc=False, kw_only=True):
     derived_from_event_hash: str | None
     content: str  # content hash: what a reassertion is compared against
     loaded_uid: str | None = None  # set for edges read from the store; pending edges derive theirs
-    derived_uid: str | None = None  # memo of the derived uid; whoever moves the edge's ends resets it
+    derived_uid: str | None = None  # memo: the key, ends, start and event it derives from never change
     pending: bool = False
     discarded: bool = False  # replaced by a later statement of the same event
 

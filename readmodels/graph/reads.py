@@ -28,6 +28,10 @@ EDGE_COLUMNS = (  # an edge (`r`) and the entities it joins (`a` to `b`, `Entity
     "b.key AS b_key, b.name AS b_name, b.entity_type AS b_type, "
     + ", ".join(f"r.{name} AS {name}" for name in EDGE_TYPES)
 )
+RELATIONS_OF_EACH_KEY = (  # a `PerKey` entity's relations, both ways: (pattern, the other end's variable)
+    ("(a:EntityKey {key: $each_key})-[r:RELATES]->(b:EntityKey)", "b"),
+    ("(a:EntityKey)-[r:RELATES]->(b:EntityKey {key: $each_key})", "a"),
+)
 _EVENT_COLUMNS = ", ".join(
     f"e.{name} AS {name}"
     for name in (
@@ -231,10 +235,7 @@ def expand(
         if not frontier:
             break
         reached: dict[str, RelationEdge] = {}
-        for pattern, other in (
-            ("(a:EntityKey {key: $each_key})-[r:RELATES]->(b:EntityKey)", "b"),
-            ("(a:EntityKey)-[r:RELATES]->(b:EntityKey {key: $each_key})", "a"),
-        ):
+        for pattern, other in RELATIONS_OF_EACH_KEY:
             rows = yield PerKey(
                 f"MATCH {pattern} WHERE {edge_conditions} RETURN {EDGE_COLUMNS}, {other}.key AS o_key{cap}",
                 frontier,
