@@ -153,12 +153,15 @@ async def record_over_mcp(call: ToolCall, session: str) -> None:
         await call(name, {"session": session, "run_id": RUN} | arguments)
 
 
-async def test_a_run_recorded_over_mcp_is_the_events_the_recorder_writes(log: EventLog) -> None:
+async def test_a_run_recorded_over_mcp_is_the_events_the_recorder_writes(
+    settings: Settings, log: EventLog
+) -> None:
     async with WorkflowRecorder(log, "team-a-recorder", agent="fixer", repository=REPO).run(
         42, workflow_type="fix-issue", run_id=RUN, metadata={"ticket": "T-1"}
     ) as run:
         await record_story(run)
-    async with tools(log, AGENT) as call:
+    # a token limited to some sessions records only into runs of its own sessions: the projector says whose
+    async with workflow_node(settings), tools(log, AGENT) as call:
         await record_over_mcp(call, "team-a-mcp")
         await record_over_mcp(call, "team-a-mcp")  # every call retried: nothing is appended twice
     by_recorder = [event async for event in log.events("team-a-recorder")]
@@ -167,9 +170,9 @@ async def test_a_run_recorded_over_mcp_is_the_events_the_recorder_writes(log: Ev
     assert {(e.actor, e.principal) for e in over_mcp} == {("mcp:fixer-bot", "token:fixer-bot")}
 
 
-async def test_retries_are_safe_and_bad_input_names_the_field(log: EventLog) -> None:
+async def test_retries_are_safe_and_bad_input_names_the_field(settings: Settings, log: EventLog) -> None:
     at = {"session": "team-a-1", "run_id": "r1"}
-    async with tools(log, AGENT) as call:
+    async with workflow_node(settings), tools(log, AGENT) as call:
         started = await call("workflow_run_start", {"session": "team-a-1", "workflow_type": "chat"})
         assert started["run_id"].startswith("run-") and started["citation"].startswith(
             "eventloom://team-a-1/"
@@ -217,14 +220,17 @@ async def test_the_session_scope_holds_for_the_workflow_tools(log: EventLog) -> 
             assert refused.code == "forbidden" and refused.error["message"].startswith(
                 "session: token 'fixer-bot'"
             )
-        for name, arguments in (("workflow_runs", {}), ("workflow_sequence", {"run_id": "rb"})):
-            across = await failure(call, name, arguments)
-            assert across.code == "forbidden" and across.error["message"].startswith("session: required")
+        # the reads take no session: the answer is cut to the token's rows (tests/test_scope_follows_data.py)
+        smuggled = await failure(call, "workflow_sequence", {"run_id": "rb", "session": "team-a-1"})
+        assert smuggled.code == "invalid_input"
+        assert smuggled.error["message"] == (
+            "session: not an argument of workflow_sequence, which takes conversation, run_id"
+        )
     assert not [event async for event in log.events("team-b-1")]
     audit = [event.payload async for event in log.events(log.settings.audit_session)]
     assert [(p["tool"], p["status"]) for p in audit][-2:] == [
-        ("workflow_runs", "forbidden"),
-        ("workflow_sequence", "forbidden"),
+        ("workflow_plan_review", "forbidden"),
+        ("workflow_sequence", "invalid_input"),
     ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from eventloom.event import SESSION_PATTERN
 from readmodels.checkout.model import MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET
@@ -50,3 +50,10 @@ Payload = Annotated[
 Name = Annotated[str, Field(min_length=1, max_length=512)]
 SnakeCase = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=128)]
 EventHash = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
+class NestedArgument(BaseModel):
+    """An object inside a tool's arguments: as strict as the arguments themselves (server.py), so an
+    unknown field or a value of the wrong type is refused, naming it, at any depth."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)

@@ -1,9 +1,12 @@
 """The Eventloom MCP server: the tools, and around every call who is calling, what they may touch, a
 structured error when it fails, and a `tool.call.completed` audit event in the log.
 
-The session scope is enforced here, on the server, for every tool (reads included): a call's `session`
-argument must match one of the caller's patterns, and a call without one (a question across sessions, a
-Cypher query) needs a caller who may touch every session.
+The session scope is enforced here, on the server, for every tool (reads included), twice: a call's
+`session` argument must match one of the caller's patterns (a call without one, a question across
+sessions, needs a caller who may touch every session, unless the tool's rows carry their citations), and
+the answer is cut to the rows of sessions the caller may touch (`scope.py`). Arguments are checked
+strictly against each tool's input schema: an argument the tool does not take, or a value of the wrong
+type (`"1"` for an integer), is refused naming it, never dropped or coerced.
 
 Plug-in packs add tools through the entry point group `eventloom.mcp_tools`: each entry point is a
 `register(server, backend)` called after the built-in tools (in entry point name order), and the tools it
@@ -24,6 +27,7 @@ from typing import Any, Final, Protocol
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, ConfigDict
 
 from eventloom.event import SESSION_PATTERN
 from gateway import __version__
@@ -32,6 +36,7 @@ from gateway.access.tokens import LOCAL_OPERATOR, Principal, TokenBook, bearer_t
 from gateway.consolidation import needs_review_rights
 from gateway.mcp.caller import Caller, calling_as, finished_calling
 from gateway.mcp.failures import ToolFailure, failure_of
+from gateway.mcp.scope import rows_scoped, scoped_answer
 from gateway.mcp.tools_causal import register_causal_tools
 from gateway.mcp.tools_consolidation import REVIEW_TOOLS, register_consolidation_tools
 from gateway.mcp.tools_context import register_context_tools
@@ -96,6 +101,11 @@ class EventloomMCP(MCPServer):
         register_consolidation_tools(self, backend)
         register_plugin_tools(self, backend)
         self.tool_names = frozenset(tool.name for tool in self._tool_manager.list_tools())
+        self.rows_scoped = rows_scoped(self)
+        self.arguments_of: dict[str, frozenset[str]] = {}
+        for tool in self._tool_manager.list_tools():
+            strict_arguments(tool)
+            self.arguments_of[tool.name] = frozenset(tool.parameters.get("properties", {}))
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -110,6 +120,8 @@ class EventloomMCP(MCPServer):
         try:
             self._authorize(caller, name, arguments)
             result = await super().call_tool(name, arguments, context)
+            if not caller.principal.unrestricted:
+                result = _scoped(result, caller.principal)
         except Exception as exc:
             failure = failure_of(exc.__cause__ if exc.__cause__ is not None else exc)
         finally:
@@ -121,12 +133,19 @@ class EventloomMCP(MCPServer):
         principal = caller.principal
         if name not in self.tool_names:
             raise ToolFailure("unknown_tool", f"name: no tool named {name!r}")
+        if unknown := sorted(set(arguments) - self.arguments_of[name]):
+            taken = ", ".join(sorted(self.arguments_of[name])) or "nothing"
+            raise ToolFailure(
+                "invalid_input", f"{unknown[0][:64]}: not an argument of {name}, which takes {taken}"
+            )
         if name in ADMIN_TOOLS and principal.role != "admin":
             raise ToolFailure("forbidden", f"{name}: needs an admin token; {principal.name!r} is an agent")
         _authorize_review(principal, name, arguments)
         session = arguments.get("session")
         if session is not None and not isinstance(session, str):
             raise ToolFailure("invalid_input", "session: expected a string")
+        if session is None and name in self.rows_scoped:
+            return  # the answer is cut to the rows the caller may see (scope.py)
         if not principal.may_touch(session):
             if session is None:
                 raise ToolFailure(
@@ -204,6 +223,32 @@ def _authorize_review(principal: Principal, name: str, arguments: Mapping[str, A
             "forbidden",
             f"type: appending {event_type} needs review rights; token {principal.name!r} has none",
         )
+
+
+def strict_arguments(tool: Any) -> None:
+    """Make `tool` refuse arguments it does not take and values of the wrong type, however deep; its
+    input schema says so (`additionalProperties: false`), so a client sees it before calling."""
+    loose: type[BaseModel] = tool.fn_metadata.arg_model
+    config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", strict=True)
+    strict: type[BaseModel] = type(
+        loose.__name__, (loose,), {"model_config": config, "__module__": loose.__module__}
+    )
+    tool.fn_metadata.arg_model = strict
+    tool.parameters = strict.model_json_schema(by_alias=True)
+
+
+def _scoped(result: Any, principal: Principal) -> Any:
+    """The tool's answer as a caller limited to some sessions may see it."""
+    if not isinstance(result, CallToolResult) or result.is_error:
+        return result
+    if result.structured_content is None:
+        text = "".join(getattr(block, "text", "") for block in result.content)
+        scoped_answer(text, principal.may_touch)  # refuses what cites a foreign session
+        return result
+    kept = scoped_answer(result.structured_content, principal.may_touch)
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(kept, indent=2))], structured_content=kept
+    )
 
 
 def _headers(context: Context[Any, Any] | None) -> Mapping[str, str] | None:

@@ -10,11 +10,11 @@ from typing import Annotated, Any, Final, Literal
 
 import msgspec
 from mcp.server.mcpserver import MCPServer
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from gateway import consolidation
 from gateway.access.backend import Backend
-from gateway.mcp.arguments import EventHash, Limit, Name, SessionFilter, SnakeCase
+from gateway.mcp.arguments import EventHash, Limit, Name, NestedArgument, SessionFilter, SnakeCase
 from gateway.mcp.caller import current_caller
 from gateway.mcp.failures import ToolFailure
 from readmodels.retrieval.candidates import (
@@ -28,13 +28,13 @@ CandidateId = Annotated[str, Field(min_length=1, max_length=256)]
 Text = Annotated[str, Field(min_length=1, max_length=20_000)]
 
 
-class SourceEventArg(BaseModel):
+class SourceEventArg(NestedArgument):
     session: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,128}$")]
     seq: Annotated[int, Field(ge=1)]
     hash: EventHash
 
 
-class SubjectArg(BaseModel):
+class SubjectArg(NestedArgument):
     name: Name
     entity_type: SnakeCase
 

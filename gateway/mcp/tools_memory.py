@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 from mcp.server.mcpserver import MCPServer
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from eventloom.event import Event, utc_timestamp
 from gateway.access.backend import Backend
@@ -17,6 +17,7 @@ from gateway.mcp.arguments import (
     EventHash,
     Limit,
     Name,
+    NestedArgument,
     Payload,
     Profile,
     Question,
@@ -35,12 +36,12 @@ from readmodels.retrieval.model import DEFAULT_DEPTH, DEFAULT_LIMIT, Query
 CausalDepth = Annotated[int, Field(ge=1, le=5, description="How many causal hops to follow.")]
 
 
-class EntityArg(BaseModel):
+class EntityArg(NestedArgument):
     name: Name
     entity_type: SnakeCase
 
 
-class RelationArg(BaseModel):
+class RelationArg(NestedArgument):
     source: Name
     target: Name
     relation_type: SnakeCase

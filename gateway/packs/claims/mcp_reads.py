@@ -1,7 +1,7 @@
 """The claims questions as MCP tools, asked of a running node (`client.ClaimsClient`).
 
-Each takes an optional `session`: with it, only rows of that session (a token limited to some sessions
-must give one, as for every read); without, rows of every session. Either way a row is returned only when
+Each takes an optional `session`: with it, only rows of that session; without, rows of every session the
+caller's token may touch. Either way a row is returned only when
 the caller's token may touch its session, and the session of every claim or observation in it: a
 contradiction between a visible and an invisible claim is left out, a basis chain loses the parts the token
 may not see (`withheld` counts them). Every row carries `citation`, the `eventloom://` URI of its event.
@@ -19,6 +19,7 @@ from pydantic import Field
 from gateway.access.backend import Backend
 from gateway.mcp.arguments import SessionFilter
 from gateway.mcp.caller import current_caller
+from gateway.mcp.scope import answers_scoped_by_rows
 from gateway.packs.claims.client import ClaimsClient
 from gateway.packs.claims.reads import MAX_LIMIT, BasisChain, ContradictionView, EntityView
 
@@ -89,6 +90,14 @@ def plain(answer: Any) -> Any:
 
 def register_read_tools(server: MCPServer, backend: Backend) -> None:
     """Claims about an entity, what one rests on, contradictions, observations."""
+    answers_scoped_by_rows(
+        server,
+        "claims_about",
+        "claims_basis",
+        "claims_contradictions",
+        "claims_observations",
+        "claims_entity",
+    )
 
     @server.tool()
     async def claims_about(

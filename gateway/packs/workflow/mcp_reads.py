@@ -1,8 +1,9 @@
 """The workflow questions as MCP tools, asked of a running node (`client.WorkflowClient`).
 
 Every row of an answer carries `citation`, the `eventloom://` URI of the event that wrote it. The
-questions span sessions (runs of a type, runs of an issue...), so, like every read without a `session`,
-they need a token that may touch every session.
+questions span sessions (runs of a type, runs of an issue...) and take no `session`: a token limited to
+some sessions gets the rows of those sessions only (gateway/mcp/scope.py cuts the rest), so a limit counts
+rows before that cut.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pydantic import Field
 
 from gateway.access.backend import Backend
 from gateway.mcp.failures import ToolFailure
+from gateway.mcp.scope import answers_scoped_by_rows
 from gateway.packs.workflow.reads import (
     MAX_LIMIT,
     IssueQuestion,
@@ -52,6 +54,9 @@ def plain(answer: Any) -> Any:
 
 def register_read_tools(server: MCPServer, backend: Backend) -> None:
     """Runs and what happened in them."""
+    answers_scoped_by_rows(
+        server, "workflow_runs", "workflow_issue_runs", "workflow_sequence", "workflow_tool_calls"
+    )
 
     @server.tool()
     async def workflow_runs(workflow_type: Id | None = None, limit: Limit = 20) -> dict[str, Any]:
@@ -86,6 +91,9 @@ def register_read_tools(server: MCPServer, backend: Backend) -> None:
 
 def register_history_tools(server: MCPServer, backend: Backend) -> None:
     """Plans, issues and pull requests: their versions, reviews and revisions; the NEXT path."""
+    answers_scoped_by_rows(
+        server, "workflow_plan_history", "workflow_implementation", "workflow_item", "workflow_path"
+    )
 
     @server.tool()
     async def workflow_plan_history(plan_id: Id) -> dict[str, Any]:

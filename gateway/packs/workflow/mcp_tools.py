@@ -6,6 +6,11 @@ The recording tools append exactly the events the Python recorder does, under th
 `session` the run's events go in, so a token's session scope applies to it. Ids a caller does not give
 are made up and returned, but only a given id makes a retried call safe: give `message_id`, `call_id`...
 and a retry after a timeout returns the first event instead of appending another.
+
+A token limited to some sessions records only into runs and plans of those sessions: a run or a plan that
+already holds a record of another session is refused (its reads would otherwise show the other session's
+records under this session's citation). That check asks the workflow projector, so it fails closed
+(`unavailable`) when none runs.
 """
 
 from __future__ import annotations
@@ -20,8 +25,11 @@ from eventloom.event import Event, utc_timestamp
 from gateway.access.backend import Backend
 from gateway.mcp.arguments import Session
 from gateway.mcp.caller import current_caller
+from gateway.mcp.failures import ToolFailure
+from gateway.mcp.scope import sessions_cited
 from gateway.packs.workflow import events as ev
-from gateway.packs.workflow.mcp_reads import register_history_tools, register_read_tools
+from gateway.packs.workflow.mcp_reads import reads_of, register_history_tools, register_read_tools
+from gateway.packs.workflow.reads import PlanQuestion, SequenceQuestion
 from gateway.packs.workflow.recording import build, fresh_id, new_run_id, record
 
 ITEM_PATTERN: Final = ev.ITEM_KEY.pattern
@@ -70,6 +78,8 @@ async def _record(
     ignore: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     caller = current_caller()
+    if not caller.principal.unrestricted:
+        await _refuse_foreign_records(backend, payload)
     event = await record(
         backend.log,
         session,
@@ -82,6 +92,28 @@ async def _record(
         ignore=ignore,
     )
     return recorded(event)
+
+
+async def _refuse_foreign_records(backend: Backend, payload: msgspec.Struct) -> None:
+    """A run or plan this record extends must hold no record of a session the caller may not touch."""
+    principal = current_caller().principal
+    reads = reads_of(backend)
+    for field in ("run_id", "plan_id", "parent_id"):
+        key = getattr(payload, field, None)
+        if not isinstance(key, str):
+            continue
+        if field == "run_id":
+            rows: list[Any] = await reads.sequence(SequenceQuestion(run_id=key))
+        else:
+            history = await reads.plan(PlanQuestion(plan_id=key))
+            rows = [] if history is None else [*history.versions, *history.reviews]
+        cited = {session for row in rows for session in sessions_cited(row.citation or "")}
+        if not all(principal.may_touch(session) for session in cited):
+            raise ToolFailure(
+                "forbidden",
+                f"{field}: {key!r} holds records of sessions your token may not touch; "
+                "record into a run and plan of your own (leave the id out for a new one)",
+            )
 
 
 def recorded(event: Event) -> dict[str, Any]:
