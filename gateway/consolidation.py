@@ -28,7 +28,6 @@ from eventloom.event import Event
 from eventloom.log import EventLog
 from eventloom.schemas.catalogue import ConsolidationCandidateCreated
 from eventloom.schemas.registry import decode_payload
-from eventloom.tail import event_by_seq
 from readmodels.query.protocol import MemoryService
 from readmodels.retrieval.candidates import Candidate, CandidateRequest
 from readmodels.retrieval.model import Citation
@@ -94,15 +93,15 @@ def _key(*parts: object) -> str:
 
 
 async def _cited_event(log: EventLog, field: str, session: str, seq: int, event_hash: str) -> Event:
-    stored = await event_by_seq(log.client, log.layout, session, seq)
-    if stored is None:
+    event = await log.event(session, seq)
+    if event is None:
         raise EventValidationError(field, f"session {session} has no event {seq}")
-    if stored.event.hash != event_hash:
-        found = stored.event.hash
+    if event.hash != event_hash:
+        found = event.hash
         raise EventValidationError(
             field, f"event {seq} of session {session} does not match the cited hash (its hash: {found})"
         )
-    return stored.event
+    return event
 
 
 async def propose(

@@ -17,7 +17,6 @@ from eventloom.errors import EventValidationError
 from eventloom.event import Event
 from eventloom.log import EventLog
 from eventloom.schemas.catalogue_common import SourceEvent
-from eventloom.tail import event_by_seq
 from gateway.packs.claims.events import CLAIM_TYPES, OBSERVATION
 
 CitedRef: TypeAlias = str | tuple[str, int, str] | SourceEvent
@@ -51,10 +50,9 @@ def parse_ref(field: str, ref: CitedRef) -> tuple[str, int, str]:
 async def cited_event(log: EventLog, field: str, ref: CitedRef, types: frozenset[str]) -> Event:
     """The event `ref` names, checked: it exists, has the cited hash and is one of `types`."""
     session, seq, cited_hash = parse_ref(field, ref)
-    stored = await event_by_seq(log.client, log.layout, session, seq)
-    if stored is None:
+    event = await log.event(session, seq)
+    if event is None:
         raise EventValidationError(field, f"{ref!s} names no event: session {session!r} has no event {seq}")
-    event = stored.event
     if not event.hash.startswith(cited_hash):
         raise EventValidationError(
             field, f"{ref!s} names event {seq} of session {session!r}, whose hash is {event.hash[:12]}, not "
