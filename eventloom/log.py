@@ -18,6 +18,7 @@ from eventloom.reading import EventReading, verified_event
 from eventloom.request import AppendRequest
 from eventloom.runtime import resolve_nats_url
 from eventloom.settings import Settings
+from eventloom.tail import StoredEvent
 
 
 class EventLog:
@@ -86,13 +87,28 @@ class EventLog:
     async def append_many(self, requests: Sequence[AppendRequest]) -> list[Event]:
         return await self.appender.append_many(requests)
 
-    def events(self, session: str | None = None, *, from_seq: int = 1, follow: bool = False) -> EventReading:
-        """Events in stream order (one session's, or all), from event seq `from_seq`; what is not an event
-        is skipped and counted (`EventReading.skipped`)."""
+    def events(
+        self,
+        session: str | None = None,
+        *,
+        from_seq: int = 1,
+        start_stream_seq: int = 1,
+        follow: bool = False,
+    ) -> EventReading:
+        """Events in stream order (one session's, or all), from event seq `from_seq` (and stream sequence
+        `start_stream_seq`); what is not an event is skipped and counted (`EventReading.skipped`)."""
         subjects = [self.layout.subject_for(session)] if session else self.layout.partition_subjects()
-        return EventReading(self.client, self.layout, self.keys, subjects, from_seq=from_seq, follow=follow)
+        return EventReading(
+            self.client,
+            self.layout,
+            self.keys,
+            subjects,
+            from_seq=from_seq,
+            start_stream_seq=start_stream_seq,
+            follow=follow,
+        )
 
-    async def event(self, session: str, seq: int) -> Event | None:
-        """The session's event at `seq`, or None when no event that holds is there."""
-        stored = await verified_event(self.client, self.layout, self.keys, session, seq)
-        return None if stored is None else stored.event
+    async def event(self, session: str, seq: int) -> StoredEvent | None:
+        """The session's event at `seq` and where the stream keeps it; None when no event that holds is
+        there."""
+        return await verified_event(self.client, self.layout, self.keys, session, seq)

@@ -13,6 +13,7 @@ that an operator looked at it, it does not make it an event. How events link (se
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Final
 
@@ -49,10 +50,15 @@ class EventReading:
         subjects: Sequence[str],
         *,
         from_seq: int = 1,
+        start_stream_seq: int = 1,
         follow: bool = False,
     ) -> None:
+        """`start_stream_seq`: where in the stream to start, when the caller knows (it skips a search)."""
         self.skipped = 0
-        self._events = self._read(client, layout, keys, subjects, from_seq, follow)
+        self._messages = read_stream(
+            client, layout.name, subjects, start_stream_seq=start_stream_seq, follow=follow
+        )
+        self._events = self._read(keys, from_seq)
 
     def __aiter__(self) -> AsyncIterator[Event]:
         return self._events
@@ -64,15 +70,7 @@ class EventReading:
     def warnings(self) -> list[str]:
         return skipped_warnings(self.skipped)
 
-    async def _read(
-        self,
-        client: Client,
-        layout: StreamLayout,
-        keys: KeyStore,
-        subjects: Sequence[str],
-        from_seq: int,
-        follow: bool,
-    ) -> AsyncGenerator[Event, None]:
+    async def _read(self, keys: KeyStore, from_seq: int) -> AsyncGenerator[Event, None]:
         keyring = await asyncio.to_thread(keys.load_keyring)  # each read's own: a key trusted since counts
 
         def problem(event: Event) -> str | None:
@@ -80,16 +78,17 @@ class EventReading:
             return None if event.seq < from_seq else self_problem(event, keyring)
 
         read_up_to: dict[str, int] = {}
-        async for message in read_stream(client, layout.name, subjects, follow=follow):
-            session = message.subject.rsplit(".", 1)[-1]
-            verdict = event_problem(message.data, session, problem)
-            if isinstance(verdict, str):
-                if read_up_to.get(session, 0) >= from_seq - 1:
-                    self.skipped += 1
-                continue
-            read_up_to[session] = max(read_up_to.get(session, 0), verdict.seq)
-            if verdict.seq >= from_seq:
-                yield verdict
+        async with contextlib.aclosing(self._messages):  # a caller that stops early ends the consumer
+            async for message in self._messages:
+                session = message.subject.rsplit(".", 1)[-1]
+                verdict = event_problem(message.data, session, problem)
+                if isinstance(verdict, str):
+                    if read_up_to.get(session, 0) >= from_seq - 1:
+                        self.skipped += 1
+                    continue
+                read_up_to[session] = max(read_up_to.get(session, 0), verdict.seq)
+                if verdict.seq >= from_seq:
+                    yield verdict
 
 
 async def verified_event(

@@ -93,15 +93,15 @@ def _key(*parts: object) -> str:
 
 
 async def _cited_event(log: EventLog, field: str, session: str, seq: int, event_hash: str) -> Event:
-    event = await log.event(session, seq)
-    if event is None:
+    stored = await log.event(session, seq)
+    if stored is None:
         raise EventValidationError(field, f"session {session} has no event {seq}")
-    if event.hash != event_hash:
-        found = event.hash
+    if stored.event.hash != event_hash:
+        found = stored.event.hash
         raise EventValidationError(
             field, f"event {seq} of session {session} does not match the cited hash (its hash: {found})"
         )
-    return event
+    return stored.event
 
 
 async def propose(

@@ -95,9 +95,10 @@ async def timeline(event_log: EventLog, session: str, from_seq: int, limit: int)
 
 async def one_event(event_log: EventLog, session: str, seq: int) -> dict[str, Any] | None:
     """The event at `seq` of `session`, whole (payload, hashes, signature), with its citation."""
-    event = await event_log.event(session, seq)
-    if event is None:
+    stored = await event_log.event(session, seq)
+    if stored is None:
         return None
+    event = stored.event
     whole: dict[str, Any] = msgspec.to_builtins(event)
     return {**whole, "citation": event.citation, "summary": summary_of(event)}
 

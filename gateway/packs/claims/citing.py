@@ -50,9 +50,10 @@ def parse_ref(field: str, ref: CitedRef) -> tuple[str, int, str]:
 async def cited_event(log: EventLog, field: str, ref: CitedRef, types: frozenset[str]) -> Event:
     """The event `ref` names, checked: it exists, has the cited hash and is one of `types`."""
     session, seq, cited_hash = parse_ref(field, ref)
-    event = await log.event(session, seq)
-    if event is None:
+    stored = await log.event(session, seq)
+    if stored is None:
         raise EventValidationError(field, f"{ref!s} names no event: session {session!r} has no event {seq}")
+    event = stored.event
     if not event.hash.startswith(cited_hash):
         raise EventValidationError(
             field, f"{ref!s} names event {seq} of session {session!r}, whose hash is {event.hash[:12]}, not "
