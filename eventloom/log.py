@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from nats.aio.client import Client
 
 from eventloom.appender import Appender
 from eventloom.bus.connection import connect, credentials_of
-from eventloom.bus.consumer import read_stream
 from eventloom.bus.stream import StreamLayout, ensure_stream
 from eventloom.citations import KnownHashes
-from eventloom.event import Event, decode_event
+from eventloom.event import Event
 from eventloom.keys import KeyStore, Signer
+from eventloom.reading import EventReading, verified_event
 from eventloom.request import AppendRequest
 from eventloom.runtime import resolve_nats_url
 from eventloom.settings import Settings
+from eventloom.tail import StoredEvent
 
 
 class EventLog:
@@ -28,11 +29,10 @@ class EventLog:
         self.layout = layout
         self.settings = settings
         self.signer = signer
+        self.keys = KeyStore(settings.data_dir)
         self.known_hashes = KnownHashes()
         """The hashes of events this process's consumers have verified: one cache for all of them."""
-        self.appender = Appender(
-            client, layout, signer, keys=KeyStore(settings.data_dir), replicas=settings.replicas
-        )
+        self.appender = Appender(client, layout, signer, keys=self.keys, replicas=settings.replicas)
 
     @classmethod
     async def open(cls, settings: Settings, *, url: str | None = None, persistent: bool = True) -> EventLog:
@@ -87,12 +87,28 @@ class EventLog:
     async def append_many(self, requests: Sequence[AppendRequest]) -> list[Event]:
         return await self.appender.append_many(requests)
 
-    async def events(
-        self, session: str | None = None, *, from_seq: int = 1, follow: bool = False
-    ) -> AsyncGenerator[Event, None]:
-        """Events in stream order (one session's, or all), from event seq `from_seq`."""
+    def events(
+        self,
+        session: str | None = None,
+        *,
+        from_seq: int = 1,
+        start_stream_seq: int = 1,
+        follow: bool = False,
+    ) -> EventReading:
+        """Events in stream order (one session's, or all), from event seq `from_seq` (and stream sequence
+        `start_stream_seq`); what is not an event is skipped and counted (`EventReading.skipped`)."""
         subjects = [self.layout.subject_for(session)] if session else self.layout.partition_subjects()
-        async for message in read_stream(self.client, self.layout.name, subjects, follow=follow):
-            event = decode_event(message.data)
-            if event.seq >= from_seq:
-                yield event
+        return EventReading(
+            self.client,
+            self.layout,
+            self.keys,
+            subjects,
+            from_seq=from_seq,
+            start_stream_seq=start_stream_seq,
+            follow=follow,
+        )
+
+    async def event(self, session: str, seq: int) -> StoredEvent | None:
+        """The session's event at `seq` and where the stream keeps it; None when no event that holds is
+        there."""
+        return await verified_event(self.client, self.layout, self.keys, session, seq)

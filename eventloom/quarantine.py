@@ -1,11 +1,12 @@
 """Quarantine: stream messages on a session's subject that are not its events, and clearing them.
 
-The appender and every consumer step over such a message (see `eventloom.tail.valid_tail` and
-`eventloom.trust.EventVerifier`), so it harms nothing, but the stream denies deletes (it is the source of
-truth), so the message stays and `verify` names it until an operator has looked at it. Clearing records that
-review in a bucket, keyed by the SHA-256 of the message's bytes: `verify` then counts it as cleared instead
-of failing, and the appender may step over it even when it is the newest message signed by an unknown key
-(it refuses to chain past such a message otherwise: it may be a peer's event whose key was never trusted).
+The appender, every consumer and every reader step over such a message (see `eventloom.tail.valid_tail`,
+`eventloom.trust.EventVerifier` and `eventloom.reading`), so it harms nothing, but the stream denies deletes
+(it is the source of truth), so the message stays and `verify` names it until an operator has looked at it.
+Clearing records that review in a bucket, keyed by the SHA-256 of the message's bytes: `verify` then counts
+it as cleared instead of failing, and the appender may step over it even when it is the newest message
+signed by an unknown key (it refuses to chain past such a message otherwise: it may be a peer's event whose
+key was never trusted). Readers skip it all the same: a review does not make it an event.
 """
 
 from __future__ import annotations

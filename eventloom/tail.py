@@ -76,7 +76,7 @@ async def valid_tail(
     skipped: list[tuple[int, str]] = []
     while found is not None:
         data, stream_seq = found
-        verdict = _event_problem(data, session, problem)
+        verdict = event_problem(data, session, problem)
         if isinstance(verdict, Event):
             return SessionTail(StoredEvent(verdict, stream_seq), last_stream_seq, tuple(skipped))
         skipped.append((stream_seq, verdict))
@@ -88,7 +88,8 @@ def _no_problem(event: Event) -> None:
     return None
 
 
-def _event_problem(data: bytes, session: str, problem: Callable[[Event], str | None]) -> Event | str:
+def event_problem(data: bytes, session: str, problem: Callable[[Event], str | None]) -> Event | str:
+    """The event in `data`, or why it is not one of `session`'s (`problem` judges a decoded one)."""
     try:
         event = decode_event(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -186,7 +187,7 @@ async def _next_event(
         found = await _get_raw(client, stream, {"seq": start, "next_by_subj": subject})
         if found is None or found[1] >= below:
             return None
-        verdict = _event_problem(found[0], session, problem)
+        verdict = event_problem(found[0], session, problem)
         if isinstance(verdict, Event):
             return StoredEvent(verdict, found[1])
         start = found[1] + 1

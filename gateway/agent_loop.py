@@ -91,6 +91,8 @@ class HandoffBundle(msgspec.Struct, frozen=True, kw_only=True):
     replay: list[ReplayLine]
     integrity: Integrity
     retrieval: MemoryCheckout
+    skipped: int = 0  # messages on the session's subject that are not events (`eventloom.reading`)
+    warnings: list[str] = msgspec.field(default_factory=list)
 
 
 def digest(event: Event) -> str:
@@ -116,7 +118,8 @@ async def handoff_bundle(
     count, by_type, actors = 0, Counter[str](), dict[str, None]()
     first: Event | None = None
     tail: list[Event] = []
-    async for event in log.events(session):
+    reading = log.events(session)
+    async for event in reading:
         count += 1
         first = first or event
         by_type[event.type] += 1
@@ -141,6 +144,8 @@ async def handoff_bundle(
         ],
         integrity=await _integrity(log, session, verify_wait_s),
         retrieval=await memory.checkout(request),
+        skipped=reading.skipped,
+        warnings=reading.warnings,
     )
 
 

@@ -28,7 +28,6 @@ from eventloom.event import Event
 from eventloom.log import EventLog
 from eventloom.schemas.catalogue import ConsolidationCandidateCreated
 from eventloom.schemas.registry import decode_payload
-from eventloom.tail import event_by_seq
 from readmodels.query.protocol import MemoryService
 from readmodels.retrieval.candidates import Candidate, CandidateRequest
 from readmodels.retrieval.model import Citation
@@ -94,7 +93,7 @@ def _key(*parts: object) -> str:
 
 
 async def _cited_event(log: EventLog, field: str, session: str, seq: int, event_hash: str) -> Event:
-    stored = await event_by_seq(log.client, log.layout, session, seq)
+    stored = await log.event(session, seq)
     if stored is None:
         raise EventValidationError(field, f"session {session} has no event {seq}")
     if stored.event.hash != event_hash:

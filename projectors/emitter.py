@@ -11,19 +11,18 @@ after T for the derived event, so it is never appended twice, however long the r
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Sequence
 from typing import Final
 
-import msgspec
 import nats.js.errors
 from nats.js.kv import KeyValue
 
 from eventloom.bus.buckets import ensure_bucket
-from eventloom.bus.consumer import read_stream
-from eventloom.event import Event, decode_event
+from eventloom.event import Event
 from eventloom.log import EventLog
-from eventloom.tail import event_by_seq, last_event
+from eventloom.tail import last_event
 from projectors.log_view import KvProducerState, RecentEvents, StreamLogView, state_bucket
 from projectors.protocol import DerivedEvent, ProcessProducer, Producer
 
@@ -118,26 +117,21 @@ class ProducerProjection:
 
     async def _citations_hold(self, derived: DerivedEvent) -> bool:
         for cited in derived.requires:
-            found = await event_by_seq(self._log.client, self._log.layout, cited.session, cited.seq)
+            found = await self._log.event(cited.session, cited.seq)
             if found is None or found.event.hash != cited.hash:
                 return False
         return True
 
     async def _already_appended(self, session: str, after: int, source: Event, derived: DerivedEvent) -> bool:
-        subject = self._log.layout.subject_for(session)
-        async for message in read_stream(
-            self._log.client, self._log.layout.name, [subject], start_stream_seq=after + 1
-        ):
-            try:
-                candidate = decode_event(message.data)
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                continue
-            if (
-                source.hash in candidate.caused_by
-                and candidate.type == derived.type
-                and candidate.payload == derived.payload
-            ):
-                return True
+        reading = self._log.events(session, start_stream_seq=after + 1)
+        async with contextlib.aclosing(reading):
+            async for candidate in reading:
+                if (
+                    source.hash in candidate.caused_by
+                    and candidate.type == derived.type
+                    and candidate.payload == derived.payload
+                ):
+                    return True
         return False
 
 

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections import OrderedDict
 from typing import Final
 
-import msgspec
 import nats.js.errors
 from nats.js.kv import KeyValue
 
 from eventloom.bus.buckets import ensure_bucket
-from eventloom.bus.consumer import read_stream
 from eventloom.event import Event, decode_event, encode_event
 from eventloom.log import EventLog
-from eventloom.tail import event_by_seq
 from projectors.protocol import ProducerState
 
 STATE_BUCKET: Final = "EVENTLOOM_PRODUCER_STATE"
@@ -100,30 +98,23 @@ class StreamLogView:
         recent = self._recent.get(session, seq)
         if recent is not None:
             return recent
-        stored = await event_by_seq(self._log.client, self._log.layout, session, seq)
+        stored = await self._log.event(session, seq)
         return None if stored is None else stored.event
 
     async def session_events(self, session: str, after_seq: int, upto_seq: int) -> list[Event]:
         if upto_seq <= after_seq:
             return []
-        first = await event_by_seq(self._log.client, self._log.layout, session, after_seq + 1)
+        first = await self._log.event(session, after_seq + 1)
         if first is None:
             return []
         events: list[Event] = []
-        subject = self._log.layout.subject_for(session)
-        async for message in read_stream(
-            self._log.client, self._log.layout.name, [subject], start_stream_seq=first.stream_seq
-        ):
-            try:
-                event = decode_event(message.data)
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                continue  # not an event: the verifier never let it through either
-            if event.session != session or event.seq <= after_seq:
-                continue
-            if event.seq > upto_seq:
-                break
-            if not events or event.seq == events[-1].seq + 1:
-                events.append(event)
+        reading = self._log.events(session, from_seq=after_seq + 1, start_stream_seq=first.stream_seq)
+        async with contextlib.aclosing(reading):
+            async for event in reading:
+                if event.seq > upto_seq:
+                    break
+                if not events or event.seq == events[-1].seq + 1:
+                    events.append(event)
         return events
 
 

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -200,7 +200,7 @@ async def read_stream(
     batch: int = 1000,
     follow: bool = False,
     idle_timeout: float = 0.5,
-) -> AsyncIterator[Msg]:
+) -> AsyncGenerator[Msg, None]:
     """Every message on `subjects` from `start_stream_seq` in stream order, then stop (or keep following).
 
     An ephemeral, ack-less consumer: cheap, leaves nothing behind, never disturbs durable consumers.

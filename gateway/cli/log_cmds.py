@@ -179,8 +179,9 @@ async def _tail(settings: Settings, session: str | None, from_seq: int, follow: 
     from eventloom.log import EventLog  # noqa: PLC0415 (imported when the command runs)
 
     async with await EventLog.open(settings, persistent=follow) as log:
+        reading = log.events(session, from_seq=from_seq, follow=follow)
         try:
-            async for event in log.events(session, from_seq=from_seq, follow=follow):
+            async for event in reading:
                 if as_json:
                     print(encode_event(event).decode(), flush=True)
                 else:
@@ -191,3 +192,6 @@ async def _tail(settings: Settings, session: str | None, from_seq: int, follow: 
                     )
         except asyncio.CancelledError:
             pass
+        finally:
+            for warning in reading.warnings:  # on stderr: --json's stdout stays JSON lines
+                console.print(f"[yellow]warning:[/] {warning}", highlight=False)

@@ -38,18 +38,25 @@ def register_log_tools(server: MCPServer, backend: Backend) -> None:
         from_seq: Annotated[int, Field(ge=1, description="The first seq to return.")] = 1,
         limit: Limit = 100,
     ) -> dict[str, Any]:
-        """(admin) The session's events in order, whole and signed, from from_seq; next_seq pages on."""
+        """(admin) The session's events in order, whole and signed, from from_seq; next_seq pages on.
+        Messages on its subject that are not events are skipped and counted (skipped, warnings)."""
         events: list[dict[str, Any]] = []
         more = False
-        stream = backend.log.events(session, from_seq=from_seq)
-        async with contextlib.aclosing(stream):
-            async for event in stream:
+        reading = backend.log.events(session, from_seq=from_seq)
+        async with contextlib.aclosing(reading):
+            async for event in reading:
                 if len(events) == limit:
                     more = True
                     break
                 events.append(msgspec.to_builtins(event))
         next_seq = events[-1]["seq"] + 1 if more else None
-        return {"session": session, "events": events, "next_seq": next_seq}
+        return {
+            "session": session,
+            "events": events,
+            "next_seq": next_seq,
+            "skipped": reading.skipped,
+            "warnings": reading.warnings,
+        }
 
     @server.tool()
     async def memory_graph_query(

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from eventloom.event import SESSION_PATTERN
+from eventloom.reading import SEE_QUARANTINE
 from gateway.access.backend import Backend
 from gateway.access.tokens import Principal, TokenBook
 from gateway.web.auth import SECURITY_HEADERS, principal_of
@@ -166,7 +167,11 @@ class ApiHandlers:
             raise bad(f"seq: expected a whole number from 1, got {text[:40]!r}")
         found = await one_event(self.backend.log, session, int(text))
         if found is None:
-            raise ApiError(404, "not_found", f"seq: session {session!r} has no event {int(text)}")
+            # A forgery claims a seq and raw bytes take a stream sequence, but neither is an event: the
+            # caller who asked for one by that number is told where it went.
+            missing = f"seq: session {session!r} has no event {int(text)}"
+            why = f"a message on its subject that is not an event has no seq: {SEE_QUARANTINE}"
+            raise ApiError(404, "not_found", f"{missing} ({why})")
         return found
 
     async def session_list(self, request: Request, principal: Principal) -> Any:

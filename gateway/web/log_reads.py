@@ -40,6 +40,8 @@ class Timeline(msgspec.Struct, frozen=True, kw_only=True):
     session: str
     events: list[TimelineEvent]
     next_seq: int | None = None  # where the next page starts; None: this was the end
+    skipped: int = 0  # messages on the session's subject that are not events (`eventloom.reading`)
+    warnings: list[str] = msgspec.field(default_factory=list)
 
 
 class Peers(msgspec.Struct, frozen=True, kw_only=True):
@@ -66,9 +68,9 @@ def summary_of(event: Event) -> str:
 async def timeline(event_log: EventLog, session: str, from_seq: int, limit: int) -> Timeline:
     events: list[TimelineEvent] = []
     next_seq: int | None = None
-    stream = event_log.events(session, from_seq=from_seq)
-    async with contextlib.aclosing(stream):
-        async for event in stream:
+    reading = event_log.events(session, from_seq=from_seq)
+    async with contextlib.aclosing(reading):
+        async for event in reading:
             if len(events) == limit:
                 next_seq = event.seq
                 break
@@ -82,19 +84,23 @@ async def timeline(event_log: EventLog, session: str, from_seq: int, limit: int)
                     citation=event.citation,
                 )
             )
-    return Timeline(session=session, events=events, next_seq=next_seq)
+    return Timeline(
+        session=session,
+        events=events,
+        next_seq=next_seq,
+        skipped=reading.skipped,
+        warnings=reading.warnings,
+    )
 
 
 async def one_event(event_log: EventLog, session: str, seq: int) -> dict[str, Any] | None:
     """The event at `seq` of `session`, whole (payload, hashes, signature), with its citation."""
-    stream = event_log.events(session, from_seq=seq)
-    async with contextlib.aclosing(stream):
-        async for event in stream:
-            if event.seq != seq:
-                return None
-            whole: dict[str, Any] = msgspec.to_builtins(event)
-            return {**whole, "citation": event.citation, "summary": summary_of(event)}
-    return None
+    stored = await event_log.event(session, seq)
+    if stored is None:
+        return None
+    event = stored.event
+    whole: dict[str, Any] = msgspec.to_builtins(event)
+    return {**whole, "citation": event.citation, "summary": summary_of(event)}
 
 
 async def peers(event_log: EventLog) -> Peers:

@@ -17,7 +17,6 @@ from eventloom.errors import EventValidationError
 from eventloom.event import Event
 from eventloom.log import EventLog
 from eventloom.schemas.catalogue_common import SourceEvent
-from eventloom.tail import event_by_seq
 from gateway.packs.claims.events import CLAIM_TYPES, OBSERVATION
 
 CitedRef: TypeAlias = str | tuple[str, int, str] | SourceEvent
@@ -51,7 +50,7 @@ def parse_ref(field: str, ref: CitedRef) -> tuple[str, int, str]:
 async def cited_event(log: EventLog, field: str, ref: CitedRef, types: frozenset[str]) -> Event:
     """The event `ref` names, checked: it exists, has the cited hash and is one of `types`."""
     session, seq, cited_hash = parse_ref(field, ref)
-    stored = await event_by_seq(log.client, log.layout, session, seq)
+    stored = await log.event(session, seq)
     if stored is None:
         raise EventValidationError(field, f"{ref!s} names no event: session {session!r} has no event {seq}")
     event = stored.event

@@ -344,6 +344,9 @@ async function loadTimeline() {
   }, el("span", { class: "seq", text: `#${event.seq}` }), el("span", { text: shortTime(event.ts) }),
   el("span", { class: "type", text: event.type }), el("span", { class: "muted", text: event.actor }),
   el("span", { text: event.summary }))));
+  for (const warning of timeline.warnings || []) {  // messages on the subject that are not events, skipped
+    list.append(el("li", { class: "muted" }, el("span", {}), el("span", { text: warning })));
+  }
   slider.disabled = !state.events.length;
   slider.max = String(Math.max(0, state.events.length - 1));
   slider.value = slider.max;
