@@ -13,7 +13,8 @@ Answers (only a 200 for a delivery first seen writes anything):
 - 202: an event or action the pack does not record (`"ignored"` says which).
 - 400: no `X-GitHub-Event` or `X-GitHub-Delivery`, a body that is not JSON, or one that maps to an invalid
   payload (the message names the field: the GitHub one, or the event's).
-- 401: a missing or wrong signature; counted as a failed attempt of the address (`gateway.mcp.http`).
+- 401: a missing or wrong signature; a failed attempt of the address, audited (`gateway.mcp.gate`): 429
+  instead once the address is over the limit. A delivery with a valid signature is never refused for it.
 - 413: a body over the gateway's limit.
 - 503: no secret is configured (the operator's to fix; GitHub may redeliver once it is), or the log is
   unavailable.
@@ -47,6 +48,7 @@ from eventloom.event import Event, utc_timestamp
 from eventloom.request import AppendRequest
 from eventloom.settings import Settings
 from gateway.access.backend import Backend
+from gateway.access.refusals import Refusal, tell_gate
 from gateway.packs.workflow.github_events import DeliveryError, Ignored, Mapped, map_delivery
 
 log = logging.getLogger(__name__)
@@ -110,6 +112,7 @@ async def receive_delivery(request: Request, settings: Settings, backend: Backen
     if not signature_matches(secret, body, request.headers.get("x-hub-signature-256")):
         missing = "x-hub-signature-256" not in request.headers
         message = "X-Hub-Signature-256: " + ("missing" if missing else "does not match the body and secret")
+        tell_gate(request.scope, Refusal(reason="bad_signature"))
         return _error(401, "unauthorized", message)
     event = request.headers.get("x-github-event", "")
     delivery = request.headers.get("x-github-delivery", "")
