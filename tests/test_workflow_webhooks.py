@@ -212,6 +212,38 @@ async def test_a_redelivery_writes_nothing_new_and_answers_the_same(hook: Hook) 
     ]
 
 
+async def test_a_replay_under_a_new_delivery_id_or_in_another_body_is_recorded_once(hook: Hook) -> None:
+    body = json.dumps(fixture("issues.labeled")).encode()
+    first = await hook.deliver("issues", body, delivery="delivery-1")
+    assert first.status_code == 200 and not first.json()["duplicate"]
+    replayed = await hook.deliver("issues", body, delivery="delivery-2")  # the id is not signed
+    assert replayed.status_code == 200 and replayed.json()["duplicate"]
+    assert replayed.json()["events"] == first.json()["events"]
+    other_hook = fixture("issues.labeled") | {"hook_id": 99, "organization": {"login": "acme"}}
+    again = await hook.deliver("issues", other_hook, delivery="delivery-3")  # the same change, another body
+    assert again.status_code == 200 and again.json()["duplicate"]
+    assert len(await hook.recorded()) == 1
+
+    later = fixture("issues.labeled")
+    later["issue"]["updated_at"] = "2026-11-25T09:30:00Z"  # labelled the same way again, later: a change
+    assert not (await hook.deliver("issues", later)).json()["duplicate"]
+    comment = fixture("issue_comment.created.issue")
+    assert not (await hook.deliver("issue_comment", comment)).json()["duplicate"]
+    edited = fixture("issue_comment.created.issue") | {"action": "edited"}
+    edited["comment"] = comment["comment"] | {"body": "typo", "updated_at": "2026-11-25T10:16:00Z"}
+    back = fixture("issue_comment.created.issue") | {"action": "edited"}
+    back["comment"] = comment["comment"] | {"updated_at": "2026-11-25T10:17:00Z"}  # the first words again
+    for delivery in (edited, back):
+        assert not (await hook.deliver("issue_comment", delivery)).json()["duplicate"]
+    assert [p.get("body", p.get("labels")) for _, _, p in await hook.recorded()] == [
+        ["bug", "ignition"],
+        ["bug", "ignition"],
+        comment["comment"]["body"],
+        "typo",
+        comment["comment"]["body"],
+    ]
+
+
 @pytest.mark.parametrize(
     "signature",
     [

@@ -9,7 +9,7 @@ or rotated without a restart. A node started detached (`eventloom up --detach`) 
 settings, so give it the secret in the file.
 
 Answers (only a 200 for a delivery first seen writes anything):
-- 200: recorded (or recorded before: `"duplicate": true`), or a `ping`.
+- 200: recorded (or recorded before, by any delivery of the same change: `"duplicate": true`), or a `ping`.
 - 202: an event or action the pack does not record (`"ignored"` says which).
 - 400: no `X-GitHub-Event` or `X-GitHub-Delivery`, a body that is not JSON, or one that maps to an invalid
   payload (the message names the field: the GitHub one, or the event's).
@@ -19,10 +19,17 @@ Answers (only a 200 for a delivery first seen writes anything):
 - 503: no secret is configured (the operator's to fix; GitHub may redeliver once it is), or the log is
   unavailable.
 
-Idempotent on the delivery: the i-th event of delivery D is appended with idempotency key
-`github:D:i`, so a redelivery (GitHub's "Redeliver", a retry after a timeout) writes nothing new and answers
-with the events first written; one that had failed halfway writes only what was missing. Every event of a
-delivery is validated before any is appended. The answer:
+Idempotent on the content, not on the delivery header (which the signature does not cover): each event is
+appended with the idempotency key `github:<item>:<digest>`, where item is the GitHub object the delivery
+changes (`issue-<id>`, `pr-<id>`, `comment-<id>`, `review-<id>`) and digest is the SHA-256 of which change
+(the action, and the object's `updated_at` unless it is an opening or a review's submission), the event's
+place in the delivery and what it records (type, actor, payload). So a redelivery (GitHub's "Redeliver", a
+retry after a timeout), the same signed body replayed under a new `X-GitHub-Delivery`, or the same change
+delivered in another body (a second hook on the organisation) writes nothing new and answers 200 with the
+events first written and `"duplicate": true`; one that had failed halfway writes only what was missing.
+The keys live in the log's idempotency records (`EVENTLOOM_IDEMPOTENCY`, no expiry), so this holds across
+restarts and gateways, with no window to outlast. Every event of a delivery is validated before any is
+appended. The answer:
 `{"delivery": D, "event": "issues.opened", "events": [{type, session, seq, citation}], "duplicate": bool}`.
 """
 
@@ -132,7 +139,7 @@ async def receive_delivery(request: Request, settings: Settings, backend: Backen
         answer = {"delivery": delivery, "event": mapped.what, "events": [], "duplicate": False}
         return JSONResponse({**answer, "ignored": mapped.reason}, status_code=202)
     try:
-        requests = _requests(mapped, delivery)
+        requests = _requests(mapped)
     except EventValidationError as exc:
         return _error(400, "invalid_input", str(exc), delivery=delivery)
     started = utc_timestamp()
@@ -144,7 +151,15 @@ async def receive_delivery(request: Request, settings: Settings, backend: Backen
     return JSONResponse(_answer(delivery, mapped.what, events, started))
 
 
-def _requests(mapped: Mapped, delivery: str) -> list[AppendRequest]:
+def content_key(mapped: Mapped, index: int) -> str:
+    """The idempotency key of the delivery's `index`-th event: the change and what it records, never the
+    delivery header."""
+    event_type, payload = mapped.events[index]
+    content = msgspec.json.encode([mapped.version, index, event_type, mapped.actor, payload])
+    return f"github:{mapped.item}:{hashlib.sha256(content).hexdigest()[:32]}"
+
+
+def _requests(mapped: Mapped) -> list[AppendRequest]:
     """Every event of the delivery as a validated append request (all checked before any is appended)."""
     requests: list[AppendRequest] = []
     for index, (event_type, payload) in enumerate(mapped.events):
@@ -153,7 +168,7 @@ def _requests(mapped: Mapped, delivery: str) -> list[AppendRequest]:
             type=event_type,
             actor=mapped.actor,
             payload=payload,
-            idempotency_key=f"github:{delivery}:{index}",
+            idempotency_key=content_key(mapped, index),
             principal=PRINCIPAL,
         )
         try:
@@ -170,6 +185,6 @@ def _answer(delivery: str, what: str, events: list[Event], started: str) -> dict
         "events": [
             {"type": e.type, "session": e.session, "seq": e.seq, "citation": e.citation} for e in events
         ],
-        # Every event was written before this request arrived: by an earlier delivery of the same id.
+        # Every event was written before this request arrived: by an earlier delivery of the same change.
         "duplicate": all(e.ts < started for e in events),
     }
