@@ -130,9 +130,9 @@ class RefusalAudit:
         if window is not None and now - window.opened < self.window_s:
             window.note(request, refusal.attempt)
             return
-        if window is not None:
+        self._open[key] = _Window(now, utc_timestamp())  # before any await: a refusal meanwhile counts in it
+        if window is not None and window.count:
             await self._write(key, window)
-        self._open[key] = _Window(now, utc_timestamp())
         first = _Window(now, self._open[key].since)
         first.note(request, refusal.attempt)
         await self._write(key, first)
