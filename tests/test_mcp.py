@@ -118,7 +118,7 @@ async def test_http_refuses_a_missing_or_wrong_token(settings: Settings) -> None
                 assert response.json()["error"]["code"] == "unauthorized"
             health = await http.get(node.http_url.removesuffix("/mcp") + "/healthz")
             # a query service answers; nothing else is said to a caller without a token
-            assert health.status_code == 200 and health.json() == {"ok": True, "failing": []}
+            assert health.status_code == 200 and health.json() == {"ok": True, "failing": {}}
         with pytest.raises(BaseException) as refused:
             async with http_tools(node.http_url, "elt_wrong") as call:
                 await call("memory_query", {"text": "anything", "session": "s1"})

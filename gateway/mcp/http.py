@@ -47,6 +47,8 @@ from readmodels.query.protocol import MemoryUnavailableError
 log = logging.getLogger(__name__)
 MCP_PATH: Final = "/mcp"
 HEALTH_TIMEOUT_S: Final = 5.0
+FAILING: Final = {"state": "failing"}
+"""All `/healthz` says of a failing role (`eventloom health gateway` reads it as a `RoleState`)."""
 HTTP_ROUTES_GROUP: Final = "eventloom.http_routes"
 
 
@@ -78,9 +80,9 @@ def http_app(
         try:
             health = await MemoryClient(server.backend.log.client, timeout_s=HEALTH_TIMEOUT_S).health()
         except MemoryUnavailableError:
-            return JSONResponse({"ok": False, "failing": ["query"]}, status_code=503)
-        status = 200 if health.ok else 503
-        return JSONResponse({"ok": health.ok, "failing": sorted(health.failing)}, status_code=status)
+            return JSONResponse({"ok": False, "failing": {"query": FAILING}}, status_code=503)
+        failing = {role: FAILING for role in sorted(health.failing)}
+        return JSONResponse({"ok": health.ok, "failing": failing}, status_code=200 if health.ok else 503)
 
     server.custom_route(HEALTH_PATH, methods=["GET"])(healthz)
     app = server.streamable_http_app(
