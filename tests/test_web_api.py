@@ -181,6 +181,10 @@ async def test_the_login_form_sets_an_http_only_strict_cookie(told: Told) -> Non
         assert page.status_code == 200 and 'id="graph"' in page.text
         await http.get("/ui/logout")
         assert (await http.get("/v1/me")).status_code == 401
+        http.cookies.set("eventloom_token", "elt_revoked")  # a stale cookie: one failed try, then forgotten
+        stale = await http.get("/ui")
+        assert stale.status_code == 401 and 'name="token"' in stale.text
+        assert stale.headers["set-cookie"].startswith('eventloom_token="";')  # the browser forgets it
 
 
 async def test_a_token_for_another_session_sees_nothing_of_this_one(told: Told) -> None:

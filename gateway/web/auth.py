@@ -106,6 +106,9 @@ async def login(request: Request, book: TokenBook) -> Response:
 
 async def logout(request: Request) -> Response:
     """`GET /ui/logout`: forget the cookie, back to the login form."""
-    response = RedirectResponse(UI_PATH, status_code=303, headers=SECURITY_HEADERS)
+    return forget_cookie(RedirectResponse(UI_PATH, status_code=303, headers=SECURITY_HEADERS))
+
+
+def forget_cookie(response: Response) -> Response:
     response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
     return response
