@@ -192,7 +192,7 @@ class BearerGate:
                 if blocked > 0:
                     replaced, status = True, 429
                     refusal = Refusal(reason="too_many_failures", attempt=refusal.attempt)
-                    text = f"authorization: too many failed attempts from {source}; wait before trying again"
+                    text = f"authorization: too many failed attempts from {source} or with this token; wait"
                     await _refuse(429, "rate_limited", text, blocked)(scope, _no_body, send)
                 else:
                     self._count(source, refusal, scope["path"])
