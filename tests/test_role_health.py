@@ -87,7 +87,8 @@ def test_a_failing_role_shows_in_status_health_projector_status_and_healthz(
     healthz = info.http_url.removesuffix("/mcp") + "/healthz"
     answer = httpx2.get(healthz, timeout=10)
     assert answer.status_code == 503
-    assert "projector:graph" in answer.json()["failing"] and answer.json()["ok"] is False
+    assert answer.json()["ok"] is False and "projector:graph" in answer.json()["failing"]
+    assert all(state == {"state": "failing"} for state in answer.json()["failing"].values())  # no error
     gateway = run_cli(settings, "health", "gateway", "--url", healthz, "--json")
     assert gateway.returncode == 1 and "projector:graph" in json.loads(gateway.stdout)["failing"]
 

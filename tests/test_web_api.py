@@ -117,6 +117,8 @@ async def test_sessions_and_peers(told: Told) -> None:
     graph = next(p for p in peers["projectors"] if p["consumer"] == "projector-graph")
     assert graph["lag"] == 0
     assert isinstance(peers["peers"], list) and not peers["warnings"]
+    hidden = await get(told, "/v1/peers", "demo")  # hosts, pids and URLs: for admins only
+    assert hidden.status_code == 403 and hidden.json()["error"]["message"].startswith("peers: needs an admin")
 
 
 @pytest.mark.parametrize(
@@ -179,6 +181,10 @@ async def test_the_login_form_sets_an_http_only_strict_cookie(told: Told) -> Non
         assert page.status_code == 200 and 'id="graph"' in page.text
         await http.get("/ui/logout")
         assert (await http.get("/v1/me")).status_code == 401
+        http.cookies.set("eventloom_token", "elt_revoked")  # a stale cookie: one failed try, then forgotten
+        stale = await http.get("/ui")
+        assert stale.status_code == 401 and 'name="token"' in stale.text
+        assert stale.headers["set-cookie"].startswith('eventloom_token="";')  # the browser forgets it
 
 
 async def test_a_token_for_another_session_sees_nothing_of_this_one(told: Told) -> None:
@@ -200,14 +206,20 @@ async def test_a_token_for_another_session_sees_nothing_of_this_one(told: Told) 
     assert {node["session"] for node in demo["nodes"] if node.get("session")} == {WEB}
 
 
-async def test_the_views_refusals_count_as_failed_attempts(told: Told) -> None:
-    """Last in the module: it blocks this address (as guessing tokens at the views' doors must)."""
+async def test_the_views_refusals_count_as_failed_attempts_but_lock_no_valid_token_out(told: Told) -> None:
+    """Last in the module: it blocks this address's failing requests (as guessing tokens must be)."""
     admin = {"Authorization": f"Bearer {told.tokens['admin']}"}
     async with httpx2.AsyncClient(base_url=told.base, timeout=30) as http:
+        forms = [(await http.get("/ui")).status_code for _ in range(12)]  # showing the form is no attempt
+        assert forms == [401] * 12
         statuses = [(await http.get("/ui/static/app.js")).status_code for _ in range(12)]
         assert statuses[0] == 401 and statuses[-1] == 429
-        blocked = await http.get("/v1/me", headers=admin)
+        blocked = await http.get("/v1/me", headers={"Authorization": "Bearer elt_wrong"})
         assert blocked.status_code == 429 and int(blocked.headers["retry-after"]) >= 1
+        assert (await http.get("/v1/me", headers=admin)).json()["name"] == "admin"
+        assert (await http.get("/ui")).status_code == 401  # the form is still shown
+        login = await http.post("/ui/login", data={"token": told.tokens["demo"]})
+        assert login.status_code == 303 and (await http.get("/v1/me")).json()["name"] == "demo"
 
 
 def test_every_file_the_page_loads_is_in_the_manifest_and_the_wheel() -> None:

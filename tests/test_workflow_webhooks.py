@@ -19,7 +19,9 @@ import pytest
 
 from eventloom.log import EventLog
 from eventloom.settings import Settings
-from gateway.mcp.http import MAX_BODY_BYTES, FailedAttempts, HttpGateway, serve_http
+from gateway.access.refusals import AUDIT_TYPE
+from gateway.mcp.gate import MAX_BODY_BYTES, FailedAttempts
+from gateway.mcp.http import HttpGateway, serve_http
 from gateway.packs.workflow.webhooks import PRINCIPAL, SECRET_ENV, WEBHOOK_PATH, secret_file
 
 pytestmark = pytest.mark.anyio
@@ -78,9 +80,15 @@ class Hook:
         return await self.http.post(url or self.url, content=raw, headers=headers)
 
     async def last_seq(self) -> int:
-        """The stream's last sequence: moves with any event written to any session."""
+        """The stream's last sequence less the gateway's audit of refusals: moves with any other event
+        written to any session."""
         info = await self.log.client.jetstream().stream_info(self.log.layout.name)
-        return int(info.state.last_seq)
+        return int(info.state.last_seq) - len(await self.audited())
+
+    async def audited(self) -> list[dict[str, Any]]:
+        """The payloads of the `access.refused` events in the audit session."""
+        events = self.log.events(self.log.settings.audit_session)
+        return [e.payload async for e in events if e.type == AUDIT_TYPE]
 
     async def recorded(self) -> list[tuple[str, str, dict[str, Any]]]:
         return [(e.type, e.actor, e.payload) async for e in self.log.events(SESSION)]
@@ -204,6 +212,38 @@ async def test_a_redelivery_writes_nothing_new_and_answers_the_same(hook: Hook) 
     ]
 
 
+async def test_a_replay_under_a_new_delivery_id_or_in_another_body_is_recorded_once(hook: Hook) -> None:
+    body = json.dumps(fixture("issues.labeled")).encode()
+    first = await hook.deliver("issues", body, delivery="delivery-1")
+    assert first.status_code == 200 and not first.json()["duplicate"]
+    replayed = await hook.deliver("issues", body, delivery="delivery-2")  # the id is not signed
+    assert replayed.status_code == 200 and replayed.json()["duplicate"]
+    assert replayed.json()["events"] == first.json()["events"]
+    other_hook = fixture("issues.labeled") | {"hook_id": 99, "organization": {"login": "acme"}}
+    again = await hook.deliver("issues", other_hook, delivery="delivery-3")  # the same change, another body
+    assert again.status_code == 200 and again.json()["duplicate"]
+    assert len(await hook.recorded()) == 1
+
+    later = fixture("issues.labeled")
+    later["issue"]["updated_at"] = "2026-11-25T09:30:00Z"  # labelled the same way again, later: a change
+    assert not (await hook.deliver("issues", later)).json()["duplicate"]
+    comment = fixture("issue_comment.created.issue")
+    assert not (await hook.deliver("issue_comment", comment)).json()["duplicate"]
+    edited = fixture("issue_comment.created.issue") | {"action": "edited"}
+    edited["comment"] = comment["comment"] | {"body": "typo", "updated_at": "2026-11-25T10:16:00Z"}
+    back = fixture("issue_comment.created.issue") | {"action": "edited"}
+    back["comment"] = comment["comment"] | {"updated_at": "2026-11-25T10:17:00Z"}  # the first words again
+    for delivery in (edited, back):
+        assert not (await hook.deliver("issue_comment", delivery)).json()["duplicate"]
+    assert [p.get("body", p.get("labels")) for _, _, p in await hook.recorded()] == [
+        ["bug", "ignition"],
+        ["bug", "ignition"],
+        comment["comment"]["body"],
+        "typo",
+        comment["comment"]["body"],
+    ]
+
+
 @pytest.mark.parametrize(
     "signature",
     [
@@ -227,14 +267,16 @@ async def test_a_bad_signature_is_refused_with_401_and_writes_nothing(
     assert await hook.last_seq() == seq and await hook.recorded() == []
 
 
-async def test_repeated_bad_signatures_block_the_address_like_bad_tokens(hook: Hook) -> None:
+async def test_repeated_bad_signatures_block_the_address_but_never_a_signed_delivery(hook: Hook) -> None:
     for _ in range(FailedAttempts().limit):
         assert (
             await hook.deliver("issues", fixture("issues.opened"), signature=sign(b"x"))
         ).status_code == 401
-    blocked = await hook.deliver("issues", fixture("issues.opened"))  # even a good one, for a while
+    blocked = await hook.deliver("issues", fixture("issues.opened"), signature=sign(b"x"))
     assert blocked.status_code == 429 and int(blocked.headers["retry-after"]) >= 1
     assert await hook.recorded() == []
+    signed = await hook.deliver("issues", fixture("issues.opened"))  # from the same address, at once
+    assert signed.status_code == 200 and len(await hook.recorded()) == 2
 
 
 async def test_the_bearer_gate_still_guards_everything_but_the_webhook(hook: Hook) -> None:

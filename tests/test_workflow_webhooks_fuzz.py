@@ -128,7 +128,7 @@ def test_the_mapping_maps_ignores_or_names_the_field(delivery: tuple[str, Any]) 
         assert name not in HANDLED or body.get("action") not in HANDLED[name]
         return
     try:
-        requests = _requests(mapped, "fuzz")
+        requests = _requests(mapped)
     except EventValidationError as exc:
         assert exc.field.startswith("workflow.")
         event("refused by a schema")
@@ -166,4 +166,7 @@ async def test_any_signed_delivery_is_answered_2xx_or_4xx_and_only_200_writes(
     if response.status_code != 200 or not response.json()["events"]:
         assert await hook.last_seq() == seq
     else:
-        assert await hook.last_seq() == seq + len(response.json()["events"])
+        # the same change delivered by an earlier example (keys follow the content) is not written again
+        written = await hook.last_seq() - seq
+        assert 0 <= written <= len(response.json()["events"])
+        assert (written == 0) == response.json()["duplicate"]

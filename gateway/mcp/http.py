@@ -1,18 +1,20 @@
-"""Streamable HTTP for the MCP server, behind a bearer-token gate and a per-token rate limit.
+"""Streamable HTTP for the MCP server, behind the gateway's door (`gateway.mcp.gate`): bearer tokens, a
+rate per token, limits on failed attempts, and every refusal audited.
 
 The gate answers 401 before the MCP layer sees a request without a valid token, and 429 (with
 `Retry-After`) when a token calls faster than its rate; the server checks the token again per tool call,
-with its session patterns. `GET /healthz` is open so orchestrators can probe it: 200 when a query service
-answers and no role beside it is failing, else 503 with the reason (and each failing role's last error).
+with its session patterns. `GET /healthz` is open so orchestrators can probe it, and says no more than
+`ok` and the names of the failing roles: 200 when a query service answers and no role beside it is
+failing, else 503.
 
 Plug-in routes: each entry point of group `eventloom.http_routes` names a function
 `(settings: Settings, backend: Backend) -> Sequence[starlette.routing.Route]`, called once when the gateway
 starts; its routes are served beside MCP (a pack's GitHub webhook, say). They authenticate callers
 themselves (a signature, not a bearer token), so the gate lets exactly the requests those routes match
-through without a token, still under the body limit, and counts each 401 they answer as a failed attempt of
-the caller's address (too many, and the address is refused outright, like a guessed token). A plug-in that
-fails to load, or returns anything but `Route`s off `/mcp` and `/healthz`, stops the gateway with an error
-naming it.
+through without a token, still under the body limit, and treats each 401 they answer as a failed attempt
+(counted against the caller's address, then answered 429 once it is over the limit; docs/security.md). A
+plug-in that fails to load, or returns anything but `Route`s off `/mcp` and `/healthz`, stops the gateway
+with an error naming it.
 """
 
 from __future__ import annotations
@@ -20,30 +22,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import socket
-import time
-from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, Final
 
-import msgspec
 import uvicorn
-from mcp.server.transport_security import RequestBodyLimitMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Match, Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.routing import Route
 
 from eventloom.bus.heartbeat import HeartbeatPublisher
 from eventloom.errors import EventloomError
 from eventloom.settings import Settings
 from gateway.access.backend import Backend, open_backend
-from gateway.access.tokens import TokenBook, bearer_token
-from gateway.mcp.arguments import MAX_PAYLOAD_BYTES
-from gateway.mcp.failures import REMEDIATION
+from gateway.access.refusals import AUDIT_ACTOR, AUDIT_TYPE, RefusalAudit
+from gateway.access.tokens import TokenBook
+from gateway.mcp.gate import HEALTH_PATH, MAX_BODY_BYTES, BearerGate, RateLimiter
 from gateway.mcp.server import BearerTokens, EventloomMCP
 from gateway.web import web_routes
 from readmodels.query.client import MemoryClient
@@ -51,149 +46,10 @@ from readmodels.query.protocol import MemoryUnavailableError
 
 log = logging.getLogger(__name__)
 MCP_PATH: Final = "/mcp"
-HEALTH_PATH: Final = "/healthz"
 HEALTH_TIMEOUT_S: Final = 5.0
-# A 1 MiB payload grows when JSON-escaped inside a JSON-RPC request; the tool itself enforces the 1 MiB.
-MAX_BODY_BYTES: Final = 3 * MAX_PAYLOAD_BYTES
+FAILING: Final = {"state": "failing"}
+"""All `/healthz` says of a failing role (`eventloom health gateway` reads it as a `RoleState`)."""
 HTTP_ROUTES_GROUP: Final = "eventloom.http_routes"
-
-
-@dataclass
-class RateLimiter:
-    """A token bucket per caller: `rate` calls a second on average, bursts of up to `burst`."""
-
-    rate: float
-    burst: int
-    _buckets: dict[str, tuple[float, float]] = field(default_factory=dict)
-
-    @classmethod
-    def per_second(cls, rate: float) -> RateLimiter:
-        """`rate` calls a second, in bursts of up to twice that."""
-        return cls(rate=rate, burst=max(1, round(2 * rate)))
-
-    def wait_s(self, caller: str) -> float:
-        """0 when the call may go ahead (and is counted), else how long until it may."""
-        now = time.monotonic()
-        tokens, then = self._buckets.get(caller, (float(self.burst), now))
-        tokens = min(float(self.burst), tokens + (now - then) * self.rate)
-        if tokens >= 1.0:
-            self._buckets[caller] = (tokens - 1.0, now)
-            return 0.0
-        self._buckets[caller] = (tokens, now)
-        return (1.0 - tokens) / self.rate
-
-
-@dataclass
-class FailedAttempts:
-    """Missing or wrong tokens per client address. After `limit` of them within `window_s`, the address is
-    refused outright (429) until the oldest ages out, whatever it presents: guessing tokens stays slow."""
-
-    limit: int = 10
-    window_s: float = 60.0
-    max_addresses: int = 10_000
-    _seen: dict[str, deque[float]] = field(default_factory=dict)
-
-    def blocked_for(self, address: str) -> float:
-        """0 when `address` may try, else the seconds until it may."""
-        seen = self._recent(address)
-        if len(seen) < self.limit:
-            return 0.0
-        return seen[0] + self.window_s - time.monotonic()
-
-    def record(self, address: str) -> int:
-        """Count one failure; returns the address's failures within the window."""
-        if address not in self._seen and len(self._seen) >= self.max_addresses:
-            self._seen.pop(next(iter(self._seen)))  # the oldest address seen: memory stays bounded
-        seen = self._recent(address)
-        seen.append(time.monotonic())
-        self._seen[address] = seen
-        return len(seen)
-
-    def _recent(self, address: str) -> deque[float]:
-        seen = self._seen.get(address, deque())
-        horizon = time.monotonic() - self.window_s
-        while seen and seen[0] < horizon:
-            seen.popleft()
-        return seen
-
-
-class BearerGate:
-    """ASGI middleware: no valid bearer token, no MCP; too fast, or too many failed tokens, 429.
-
-    Requests that one of `open_routes` (the plug-in routes) matches go to it without a token, limited to
-    `MAX_BODY_BYTES`; a 401 it answers counts as a failed attempt."""
-
-    def __init__(
-        self,
-        app: ASGIApp,
-        book: TokenBook,
-        limiter: RateLimiter,
-        failures: FailedAttempts | None = None,
-        open_routes: Sequence[Route] = (),
-    ) -> None:
-        self.app = app
-        self.book = book
-        self.limiter = limiter
-        self.failures = failures or FailedAttempts()
-        self.open_routes = tuple(open_routes)
-        self.open_app = RequestBodyLimitMiddleware(app, MAX_BODY_BYTES)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] == HEALTH_PATH:
-            await self.app(scope, receive, send)
-            return
-        address = str((scope.get("client") or ("unknown", 0))[0])
-        blocked = self.failures.blocked_for(address)
-        if blocked > 0:
-            message = f"authorization: too many failed attempts from {address}; wait before trying again"
-            retry = {"Retry-After": str(max(1, math.ceil(blocked)))}
-            await _refuse(429, "rate_limited", message, retry)(scope, receive, send)
-            return
-        if any(route.matches(scope)[0] != Match.NONE for route in self.open_routes):
-            await self.open_app(scope, receive, self._counting_refusals(address, scope["path"], send))
-            return
-        headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
-        token = bearer_token(headers.get("authorization"))
-        principal = await asyncio.to_thread(self.book.principal, token) if token else None
-        if principal is None:
-            message = "authorization: a valid bearer token is required" if token else "authorization: missing"
-            failed = self.failures.record(address)
-            log.warning(
-                "refused %s from %s: %s (%d failed attempt(s) in %.0f s)",
-                scope["path"],
-                address,
-                "wrong token" if token else "no token",
-                failed,
-                self.failures.window_s,
-            )
-            await _refuse(401, "unauthorized", message, {"WWW-Authenticate": 'Bearer realm="eventloom"'})(
-                scope, receive, send
-            )
-            return
-        wait = self.limiter.wait_s(principal.name)
-        if wait > 0:
-            message = f"rate: token {principal.name!r} exceeded {self.limiter.rate:g} calls/s"
-            retry = {"Retry-After": str(max(1, math.ceil(wait)))}
-            await _refuse(429, "rate_limited", message, retry)(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
-
-    def _counting_refusals(self, address: str, path: str, send: Send) -> Send:
-        """`send`, counting a 401 answer of a plug-in route as a failed attempt of `address`."""
-
-        async def counted(message: Message) -> None:
-            if message["type"] == "http.response.start" and message["status"] == 401:
-                failed = self.failures.record(address)
-                log.warning(
-                    "refused %s from %s: its authentication failed (%d failed attempt(s) in %.0f s)",
-                    path,
-                    address,
-                    failed,
-                    self.failures.window_s,
-                )
-            await send(message)
-
-        return counted
 
 
 def plugin_routes(settings: Settings, backend: Backend) -> list[Route]:
@@ -216,25 +72,17 @@ def plugin_routes(settings: Settings, backend: Backend) -> list[Route]:
     return routes
 
 
-def _refuse(status: int, code: str, message: str, headers: dict[str, str]) -> Response:
-    remediation = REMEDIATION.get("unauthorized") if status == 401 else "Slow down; retry after Retry-After."
-    body = {"error": {"code": code, "message": message, "remediation": remediation}}
-    return JSONResponse(body, status_code=status, headers=headers)
-
-
 def http_app(
     server: EventloomMCP, book: TokenBook, limiter: RateLimiter, host: str, routes: Sequence[Route] = ()
-) -> ASGIApp:
+) -> BearerGate:
     async def healthz(request: Request) -> Response:
-        tokens = await asyncio.to_thread(book.count)
-        body: dict[str, Any] = {"tools": len(server.tool_names), "tokens": tokens}
+        """Open to anyone: `ok` and the failing roles' names, never their errors, hosts or tokens."""
         try:
             health = await MemoryClient(server.backend.log.client, timeout_s=HEALTH_TIMEOUT_S).health()
-        except MemoryUnavailableError as exc:
-            return JSONResponse({"ok": False, "reason": str(exc), **body}, status_code=503)
-        failing = msgspec.to_builtins(health.failing)
-        status = 200 if health.ok else 503
-        return JSONResponse({"ok": health.ok, "failing": failing, **body}, status_code=status)
+        except MemoryUnavailableError:
+            return JSONResponse({"ok": False, "failing": {"query": FAILING}}, status_code=503)
+        failing = {role: FAILING for role in sorted(health.failing)}
+        return JSONResponse({"ok": health.ok, "failing": failing}, status_code=200 if health.ok else 503)
 
     server.custom_route(HEALTH_PATH, methods=["GET"])(healthz)
     app = server.streamable_http_app(
@@ -245,7 +93,16 @@ def http_app(
     )
     routes = [*routes, *web_routes(server.backend, book, limiter.wait_s)]  # the web view: docs/ui.md
     app.router.routes.extend(routes)
-    return BearerGate(app, book, limiter, open_routes=routes)
+    return BearerGate(app, book, limiter, open_routes=routes, audit=refusal_audit(server.backend))
+
+
+def refusal_audit(backend: Backend) -> RefusalAudit:
+    """Refusals audited in the backend's audit session, as the gateway (docs/security.md, section 4)."""
+
+    async def append(payload: dict[str, Any], principal: str | None) -> None:
+        await backend.log.append(backend.audit_session, AUDIT_TYPE, AUDIT_ACTOR, payload, principal=principal)
+
+    return RefusalAudit(append)
 
 
 class _QuietServer(uvicorn.Server):
@@ -288,10 +145,16 @@ class HttpGateway:
         return f"http://{f'[{host}]' if ':' in host else host}:{port}{MCP_PATH}"
 
     async def run(self, stop: asyncio.Event) -> None:
-        config = uvicorn.Config(self.app, log_level="warning", lifespan="on", access_log=False)
+        # No proxy headers: any local process could claim any address in X-Forwarded-For, and the failed
+        # attempts' limits and the audit of refusals go by the address a request really came from.
+        config = uvicorn.Config(
+            self.app, log_level="warning", lifespan="on", access_log=False, proxy_headers=False
+        )
         server = _QuietServer(config)
         serving = asyncio.create_task(server.serve(sockets=[self.socket]))
         stopping = asyncio.create_task(stop.wait())
+        served = asyncio.Event()
+        flushing = asyncio.create_task(self.app.audit.flushing(served)) if self.app.audit else None
         try:
             while not server.started and not serving.done():  # noqa: ASYNC110 (uvicorn offers only a flag)
                 await asyncio.sleep(0.02)
@@ -304,6 +167,9 @@ class HttpGateway:
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait_for(serving, 10)
             self.socket.close()
+            served.set()
+            if flushing is not None:
+                await flushing
 
 
 def http_role(

@@ -3,7 +3,8 @@
 `web_routes` gives the routes the gateway serves beside MCP: `/ui` (the page, or a login form),
 `/ui/login`, `/ui/logout`, `/ui/static/<file>` (a fixed manifest of packaged files) and the JSON API
 under `/v1`. They authenticate themselves with the gateway's tokens (a bearer header, or the cookie the
-login form sets), so the gateway lets them through its bearer gate and counts their 401s. See docs/ui.md.
+login form sets), so the gateway lets them through its bearer gate, which counts their failed attempts and
+audits their refusals from what they tell it (`gateway.access.refusals`). See docs/ui.md.
 """
 
 from __future__ import annotations

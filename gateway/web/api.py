@@ -2,7 +2,8 @@
 
 Every answer is JSON; a refusal is `{"error": {"code", "message"}}` whose message starts with the
 parameter it is about: 400 `invalid_input` (a bad parameter), 401 `unauthorized`, 403 `forbidden` (a
-session the token may not touch), 404 `not_found`, 429 `rate_limited`, 503 `unavailable`.
+session the token may not touch, or the peers for an agent token), 404 `not_found`, 429 `rate_limited`,
+503 `unavailable`. The gateway audits each 401, 403 and 429 (`gateway.access.refusals`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from starlette.responses import Response
 from eventloom.event import SESSION_PATTERN
 from eventloom.reading import SEE_QUARANTINE
 from gateway.access.backend import Backend
+from gateway.access.refusals import Refusal, tell_gate
 from gateway.access.tokens import Principal, TokenBook
 from gateway.web.auth import SECURITY_HEADERS, principal_of
 from gateway.web.log_reads import one_event, peers, sessions, timeline
@@ -59,11 +61,13 @@ def endpoint(book: TokenBook, wait_s: Limit, handler: Handler) -> Callable[[Requ
             return error(401, "unauthorized", message, auth)
         wait = wait_s(principal.name)
         if wait > 0:
+            tell_gate(request.scope, Refusal(reason="rate_limited", principal=principal.name))
             retry = {"Retry-After": str(max(1, math.ceil(wait)))}
             return error(429, "rate_limited", f"rate: token {principal.name!r} is calling too fast", retry)
         try:
             result = await handler(request, principal)
         except ApiError as exc:
+            tell_gate(request.scope, Refusal(reason=exc.code, principal=principal.name))
             return error(exc.status, exc.code, str(exc))
         except QueryError as exc:
             return error(400, "invalid_input", str(exc))
@@ -179,6 +183,9 @@ class ApiHandlers:
         return {"sessions": [info for info in known if principal.may_touch(info.session)]}
 
     async def peer_list(self, request: Request, principal: Principal) -> Any:
+        """Admins only: the peers' hosts, pids and URLs map the deployment."""
+        if principal.role != "admin":
+            raise ApiError(403, "forbidden", f"peers: needs an admin token; {principal.name!r} is an agent")
         return await peers(self.backend.log)
 
     async def me(self, request: Request, principal: Principal) -> Any:

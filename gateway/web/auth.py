@@ -18,6 +18,7 @@ from urllib.parse import parse_qs
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from gateway.access.refusals import Refusal, failed, tell_gate
 from gateway.access.tokens import Principal, TokenBook, bearer_token
 
 COOKIE: Final = "eventloom_token"
@@ -43,11 +44,13 @@ LOGIN_CSP: Final = f"{CSP}; style-src 'sha256-{_LOGIN_STYLE_HASH}'; img-src data
 
 
 async def principal_of(request: Request, book: TokenBook) -> Principal | None:
-    """The principal of the request's bearer token, else of its login cookie (None: neither is valid)."""
+    """The principal of the request's bearer token, else of its login cookie. None: neither is valid, and
+    the gate is told why (`gateway.access.refusals`), for the 401 the caller answers."""
     token = bearer_token(request.headers.get("authorization")) or request.cookies.get(COOKIE)
-    if not token:
-        return None
-    return await asyncio.to_thread(book.principal, token)
+    principal = await asyncio.to_thread(book.principal, token) if token else None
+    if principal is None:
+        tell_gate(request.scope, failed(token))
+    return principal
 
 
 def login_page(message: str | None = None, status: int = 401) -> Response:
@@ -77,6 +80,7 @@ def same_origin(request: Request) -> bool:
 async def login(request: Request, book: TokenBook) -> Response:
     """`POST /ui/login` with the form field `token`: a valid one sets the cookie and goes to `/ui`."""
     if not same_origin(request):
+        tell_gate(request.scope, Refusal(reason="foreign_origin"))
         return login_page("This form only accepts posts from the gateway's own page.", status=403)
     body = b""
     async for chunk in request.stream():
@@ -86,6 +90,7 @@ async def login(request: Request, book: TokenBook) -> Response:
     token = (parse_qs(body.decode("utf-8", "replace")).get("token") or [""])[0].strip()
     principal = await asyncio.to_thread(book.principal, token) if token else None
     if principal is None:
+        tell_gate(request.scope, failed(token))
         return login_page("token: not a valid gateway token." if token else "token: missing.")
     response = RedirectResponse(UI_PATH, status_code=303, headers=SECURITY_HEADERS)
     response.set_cookie(
@@ -101,6 +106,9 @@ async def login(request: Request, book: TokenBook) -> Response:
 
 async def logout(request: Request) -> Response:
     """`GET /ui/logout`: forget the cookie, back to the login form."""
-    response = RedirectResponse(UI_PATH, status_code=303, headers=SECURITY_HEADERS)
+    return forget_cookie(RedirectResponse(UI_PATH, status_code=303, headers=SECURITY_HEADERS))
+
+
+def forget_cookie(response: Response) -> Response:
     response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
     return response

@@ -10,8 +10,9 @@ from typing import Final
 from starlette.requests import Request
 from starlette.responses import Response
 
+from gateway.access.refusals import LOGIN_FORM, failed, tell_gate, told
 from gateway.access.tokens import TokenBook
-from gateway.web.auth import SECURITY_HEADERS, login_page, principal_of
+from gateway.web.auth import SECURITY_HEADERS, forget_cookie, login_page, principal_of
 
 STATIC: Final = files("gateway.web") / "static"
 MANIFEST: Final = {
@@ -37,7 +38,11 @@ def page_routes(book: TokenBook) -> dict[str, Callable[[Request], Awaitable[Resp
 
     async def index(request: Request) -> Response:
         if await principal_of(request, book) is None:
-            return login_page()
+            if told(request.scope) == failed(None):
+                tell_gate(request.scope, LOGIN_FORM)  # the form, to a caller who tried nothing
+                return login_page()
+            # A stale cookie (a revoked token) is one failed attempt, not one per visit until it blocks.
+            return forget_cookie(login_page())
         body = await packaged(INDEX)
         return Response(body, headers=SECURITY_HEADERS, media_type="text/html; charset=utf-8")
 

@@ -60,12 +60,16 @@ class DeliveryError(ValueError):
 
 @dataclass(frozen=True)
 class Mapped:
-    """The events one delivery (`what`: `event.action`) becomes, in order, for `session` as `actor`."""
+    """The events one delivery (`what`: `event.action`) becomes, in order, for `session` as `actor`; the
+    change they record is `version` (the action, with the time GitHub stamped it) of the GitHub object
+    `item` (`issue-<id>`, `pr-<id>`, `comment-<id>`, `review-<id>`)."""
 
     what: str
     session: str
     actor: str
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    item: str = ""
+    version: str = ""
 
 
 @dataclass(frozen=True)
@@ -152,9 +156,36 @@ def map_delivery(event: str, body: object) -> Mapped | Ignored:
     if action not in actions:
         return Ignored(f"{event}.{action}", f"{event} {action or '(no action)'!r} is not recorded")
     repository = doc.obj("repository").text("full_name")
-    mapped = Mapped(f"{event}.{action}", session_of(repository), f"github:{doc.login('sender')}")
+    item, version = _change(event, action, doc)
+    mapped = Mapped(
+        f"{event}.{action}",
+        session_of(repository),
+        f"github:{doc.login('sender')}",
+        item=item,
+        version=version,
+    )
     mapped.events.extend(_MAPPERS[event](doc, action, repository))
     return mapped
+
+
+_OBJECTS: Final = {
+    "issues": ("issue", "issue"),
+    "pull_request": ("pull_request", "pr"),
+    "issue_comment": ("comment", "comment"),
+    "pull_request_review": ("review", "review"),
+}
+"""Per `X-GitHub-Event`: the field holding the object it changes, and the object's kind in `Mapped.item`."""
+
+
+def _change(event: str, action: str, doc: _Doc) -> tuple[str, str]:
+    """The object a delivery changes (its GitHub id, which no rename moves) and which change: an opening
+    or a review's submission happens once; any other action is told apart by the object's `updated_at`."""
+    field_name, kind = _OBJECTS[event]
+    changed = doc.obj(field_name)
+    item = f"{kind}-{changed.integer('id')}"
+    if action in ("opened", "submitted"):
+        return item, action
+    return item, f"{action}@{changed.text('updated_at')}"
 
 
 Events = list[tuple[str, dict[str, Any]]]

@@ -9,19 +9,27 @@ or rotated without a restart. A node started detached (`eventloom up --detach`) 
 settings, so give it the secret in the file.
 
 Answers (only a 200 for a delivery first seen writes anything):
-- 200: recorded (or recorded before: `"duplicate": true`), or a `ping`.
+- 200: recorded (or recorded before, by any delivery of the same change: `"duplicate": true`), or a `ping`.
 - 202: an event or action the pack does not record (`"ignored"` says which).
 - 400: no `X-GitHub-Event` or `X-GitHub-Delivery`, a body that is not JSON, or one that maps to an invalid
   payload (the message names the field: the GitHub one, or the event's).
-- 401: a missing or wrong signature; counted as a failed attempt of the address (`gateway.mcp.http`).
+- 401: a missing or wrong signature; a failed attempt of the address, audited (`gateway.mcp.gate`): 429
+  instead once the address is over the limit. A delivery with a valid signature is never refused for it.
 - 413: a body over the gateway's limit.
 - 503: no secret is configured (the operator's to fix; GitHub may redeliver once it is), or the log is
   unavailable.
 
-Idempotent on the delivery: the i-th event of delivery D is appended with idempotency key
-`github:D:i`, so a redelivery (GitHub's "Redeliver", a retry after a timeout) writes nothing new and answers
-with the events first written; one that had failed halfway writes only what was missing. Every event of a
-delivery is validated before any is appended. The answer:
+Idempotent on the content, not on the delivery header (which the signature does not cover): each event is
+appended with the idempotency key `github:<item>:<digest>`, where item is the GitHub object the delivery
+changes (`issue-<id>`, `pr-<id>`, `comment-<id>`, `review-<id>`) and digest is the SHA-256 of which change
+(the action, and the object's `updated_at` unless it is an opening or a review's submission), the event's
+place in the delivery and what it records (type, actor, payload). So a redelivery (GitHub's "Redeliver", a
+retry after a timeout), the same signed body replayed under a new `X-GitHub-Delivery`, or the same change
+delivered in another body (a second hook on the organisation) writes nothing new and answers 200 with the
+events first written and `"duplicate": true`; one that had failed halfway writes only what was missing.
+The keys live in the log's idempotency records (`EVENTLOOM_IDEMPOTENCY`, no expiry), so this holds across
+restarts and gateways, with no window to outlast. Every event of a delivery is validated before any is
+appended. The answer:
 `{"delivery": D, "event": "issues.opened", "events": [{type, session, seq, citation}], "duplicate": bool}`.
 """
 
@@ -47,6 +55,7 @@ from eventloom.event import Event, utc_timestamp
 from eventloom.request import AppendRequest
 from eventloom.settings import Settings
 from gateway.access.backend import Backend
+from gateway.access.refusals import Refusal, tell_gate
 from gateway.packs.workflow.github_events import DeliveryError, Ignored, Mapped, map_delivery
 
 log = logging.getLogger(__name__)
@@ -110,6 +119,7 @@ async def receive_delivery(request: Request, settings: Settings, backend: Backen
     if not signature_matches(secret, body, request.headers.get("x-hub-signature-256")):
         missing = "x-hub-signature-256" not in request.headers
         message = "X-Hub-Signature-256: " + ("missing" if missing else "does not match the body and secret")
+        tell_gate(request.scope, Refusal(reason="bad_signature"))
         return _error(401, "unauthorized", message)
     event = request.headers.get("x-github-event", "")
     delivery = request.headers.get("x-github-delivery", "")
@@ -129,7 +139,7 @@ async def receive_delivery(request: Request, settings: Settings, backend: Backen
         answer = {"delivery": delivery, "event": mapped.what, "events": [], "duplicate": False}
         return JSONResponse({**answer, "ignored": mapped.reason}, status_code=202)
     try:
-        requests = _requests(mapped, delivery)
+        requests = _requests(mapped)
     except EventValidationError as exc:
         return _error(400, "invalid_input", str(exc), delivery=delivery)
     started = utc_timestamp()
@@ -141,7 +151,15 @@ async def receive_delivery(request: Request, settings: Settings, backend: Backen
     return JSONResponse(_answer(delivery, mapped.what, events, started))
 
 
-def _requests(mapped: Mapped, delivery: str) -> list[AppendRequest]:
+def content_key(mapped: Mapped, index: int) -> str:
+    """The idempotency key of the delivery's `index`-th event: the change and what it records, never the
+    delivery header."""
+    event_type, payload = mapped.events[index]
+    content = msgspec.json.encode([mapped.version, index, event_type, mapped.actor, payload])
+    return f"github:{mapped.item}:{hashlib.sha256(content).hexdigest()[:32]}"
+
+
+def _requests(mapped: Mapped) -> list[AppendRequest]:
     """Every event of the delivery as a validated append request (all checked before any is appended)."""
     requests: list[AppendRequest] = []
     for index, (event_type, payload) in enumerate(mapped.events):
@@ -150,7 +168,7 @@ def _requests(mapped: Mapped, delivery: str) -> list[AppendRequest]:
             type=event_type,
             actor=mapped.actor,
             payload=payload,
-            idempotency_key=f"github:{delivery}:{index}",
+            idempotency_key=content_key(mapped, index),
             principal=PRINCIPAL,
         )
         try:
@@ -167,6 +185,6 @@ def _answer(delivery: str, what: str, events: list[Event], started: str) -> dict
         "events": [
             {"type": e.type, "session": e.session, "seq": e.seq, "citation": e.citation} for e in events
         ],
-        # Every event was written before this request arrived: by an earlier delivery of the same id.
+        # Every event was written before this request arrived: by an earlier delivery of the same change.
         "duplicate": all(e.ts < started for e in events),
     }

@@ -70,8 +70,7 @@ function showWarnings(warnings) {
 
 // ---- sessions and the "as of" instant ----
 
-async function loadSessions() {
-  const me = await api("/v1/me");
+async function loadSessions(me) {
   $("#who").textContent = `${me.name} (${me.role})`;
   const { sessions } = await api("/v1/sessions");
   const picker = $("#session");
@@ -430,7 +429,18 @@ function start() {
   $("#as-of").addEventListener("input", onSlider);
   $("#history").addEventListener("click", () => { setAsOf(null); $("#as-of").value = $("#as-of").max; loadGraph().catch(report); });
   window.addEventListener("resize", () => draw(state.graph));
-  loadSessions().then(refresh).then(() => { document.body.dataset.ready = "true"; }).catch(report);
+  api("/v1/me").then((me) => {
+    watchPeers(me);
+    return loadSessions(me);
+  }).then(refresh).then(() => { document.body.dataset.ready = "true"; }).catch(report);
+}
+
+function watchPeers(me) {
+  // the peers (hosts, pids, URLs) are for admin tokens only: /v1/peers refuses the others with 403
+  if (me.role !== "admin") {
+    $("#peers").replaceChildren(el("p", { class: "muted", text: "Peers are shown to admin tokens only." }));
+    return;
+  }
   loadPeers().catch(report);
   setInterval(() => loadPeers().catch(report), 5000);
 }
