@@ -1,6 +1,7 @@
 """A deployment as separate processes against an existing NATS, as docker-compose runs it: the ledger node,
-`eventloom query serve`, `eventloom producer run`, `eventloom gateway http`; their healthchecks; an MCP
-client over HTTP calling every tool through them; a clean stop."""
+`eventloom query serve`, `eventloom producer run`, `eventloom projector run`, `eventloom gateway http`; their
+healthchecks; an MCP client over HTTP calling every tool through them; a clean stop; and not one request
+refused by the bus (each role's permissions cover what its process does: eventloom/bus/auth.py)."""
 
 from __future__ import annotations
 
@@ -114,6 +115,7 @@ def test_the_roles_run_as_separate_processes(
     roles.start("query", "query", "serve", **role_env(settings, "query"))
     producers = ("producer", "run", "decision_citation", "retraction", "causal")
     roles.start("producers", *producers, **role_env(settings, "producer"))
+    roles.start("projector", "projector", "run", "workflow", **role_env(settings, "projector"))
     token = add_token(settings.tokens_file, "operator", "admin", ["*"])
     port = free_port()
     gateway = role_env(settings, "gateway")
@@ -126,5 +128,7 @@ def test_the_roles_run_as_separate_processes(
             await exercise_every_tool(call)
 
     asyncio.run(every_tool())
-    assert roles.stop() == {"ledger": 0, "query": 0, "producers": 0, "gateway": 0}
+    assert roles.stop() == {"ledger": 0, "query": 0, "producers": 0, "projector": 0, "gateway": 0}
     assert roles.cli("health", "ledger").returncode == 1
+    server_log = (authenticated_nats[0].root / "nats.log").read_text()
+    assert [line for line in server_log.splitlines() if "violation" in line.lower()] == []
