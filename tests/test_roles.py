@@ -52,10 +52,10 @@ class Roles:
             cwd=REPO,
         )
 
-    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def cli(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "gateway", *args],
-            env=self.env,
+            env=self.env | env,
             capture_output=True,
             text=True,
             check=False,
@@ -128,6 +128,10 @@ def test_the_roles_run_as_separate_processes(
             await exercise_every_tool(call)
 
     asyncio.run(every_tool())
+    # docker-compose's healthchecks, each in its role's container, with that role's credentials
+    assert roles.cli("health", "query", **role_env(settings, "query")).returncode == 0
+    status = roles.cli("status", "--json", **role_env(settings, "producer"))
+    assert status.returncode == 0, status.stderr
     assert roles.stop() == {"ledger": 0, "query": 0, "producers": 0, "projector": 0, "gateway": 0}
     assert roles.cli("health", "ledger").returncode == 1
     server_log = (authenticated_nats[0].root / "nats.log").read_text()
