@@ -16,7 +16,15 @@ import nats
 import pytest
 from nats.aio.client import Client
 
-from eventloom.bus.auth import BUCKETS, GRANTS, IDEMPOTENCY, MIRROR_CONSUMER, permissions, role_credentials
+from eventloom.bus.auth import (
+    BUCKETS,
+    GRANTS,
+    IDEMPOTENCY,
+    MIRROR_CONSUMER,
+    inbox_prefix,
+    permissions,
+    role_credentials,
+)
 from eventloom.bus.stream import DLQ_STREAM, jetstream_api
 from eventloom.log import EventLog
 from eventloom.settings import Settings
@@ -181,9 +189,11 @@ async def test_each_role_is_refused_everything_outside_its_grant(deployment: Set
         assert await who.publishing(subjects) == expected
         watched = ["eventloom.>", "eventloom.0.s1", "eventloom.q.>", "eventloom.q.memory.query",
                    "eventloom_dlq.>", "$KV.>", f"$KV.{IDEMPOTENCY}.>", "$JS.API.>", "$JS.ACK.>", ">",
-                   "eventloom_peers.x", "_INBOX.abc"]  # fmt: skip
+                   "eventloom_peers.x", "_INBOX.abc", "_INBOX.>",
+                   *(f"{inbox_prefix(r)}.>" for r in ROLES)]  # fmt: skip
         wanted = {s for s in watched if not granted(subscribe, s)}
-        assert {"$JS.API.>", ">", "eventloom.>", "$KV.>"} <= wanted
+        others = {f"{inbox_prefix(r)}.>" for r in ("admin", *ROLES) if r != role}
+        assert {"$JS.API.>", ">", "eventloom.>", "$KV.>", "_INBOX.abc", "_INBOX.>"} | others <= wanted
         assert await who.subscribing(watched) == wanted
     finally:
         await who.client.close()

@@ -18,7 +18,8 @@ named without their `EVENTLOOM_` prefix; the workers' are `DLQ_RETRY`, `LEASES` 
 Every role may read (`STREAM.INFO`, `STREAM.MSG.GET`, `DIRECT.GET`, and ephemeral or named consumers:
 `CONSUMER.CREATE|INFO|MSG.NEXT|DELETE`) the event stream, the dead-letter stream and every bucket's
 stream, list the event stream's consumers, ask `eventloom.q.memory.health`, and send and watch heartbeats
-on `eventloom_peers.*`. It subscribes to its inboxes and the heartbeats (`query`: the query subjects too).
+on `eventloom_peers.*`. It subscribes to its own inboxes (`_INBOX_<role>.>`: `connect` gives a role's
+connections that prefix) and the heartbeats (`query`: the query subjects too).
 
 So no role but `admin` may: create, update, delete, purge, snapshot or restore any stream (KV buckets
 included), delete a message from one (the dead letters included: a worker that retried one records it
@@ -130,6 +131,11 @@ def authorization_block(passwords: dict[str, str], stream: str) -> str:
     return "authorization {\n  users = [\n" + "\n".join(users) + "\n  ]\n}\n"
 
 
+def inbox_prefix(role: str) -> str:
+    """Where `role`'s replies come: its own inboxes, so no role reads the answers to another's requests."""
+    return "_INBOX" if role == "admin" else f"_INBOX_{role}"
+
+
 def permissions(role: str, stream: str) -> dict[str, object]:
     """The nats-server permissions of `role` (not `admin`) on a deployment whose event stream is `stream`."""
     grant = GRANTS[role]
@@ -143,7 +149,7 @@ def permissions(role: str, stream: str) -> dict[str, object]:
         publish.append(QUERY_SUBJECTS)
     if grant.consumes:
         publish += [f"$JS.ACK.{stream}.>", f"{DLQ_SUBJECT_ROOT}.>"]
-    subscribe = ["_INBOX.>", PEER_SUBJECTS]
+    subscribe = [f"{inbox_prefix(role)}.>", PEER_SUBJECTS]
     if grant.answers_queries:
         subscribe.append(QUERY_SUBJECTS)
     # The reads' wildcards would take in the ledger mirror's consumer: it is the node's alone.
