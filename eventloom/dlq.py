@@ -86,7 +86,7 @@ async def request_retry(client: Client, consumer: str, stream_seqs: list[int] | 
     letters = [
         d for d in await list_dead_letters(client, consumer) if not stream_seqs or d.stream_seq in stream_seqs
     ]
-    bucket = await ensure_bucket(client, RETRY_BUCKET)  # a replicated node created it at its count
+    bucket = await ensure_bucket(client, RETRY_BUCKET)  # the node created it (at its replica count)
     for letter in letters:
         await bucket.put(f"{consumer}.{letter.stream_seq}", b"requested")
     return len(letters)

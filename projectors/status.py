@@ -87,7 +87,7 @@ class StatsPublisher:
 
 
 async def _bucket(client: Client) -> KeyValue:
-    return await ensure_bucket(client, STATS_BUCKET, ttl=STATS_TTL_S)  # a replicated node made it at R>1
+    return await ensure_bucket(client, STATS_BUCKET, ttl=STATS_TTL_S)  # the node created it
 
 
 async def forget_consumer(client: Client, consumer: str) -> None:
