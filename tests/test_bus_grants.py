@@ -26,6 +26,7 @@ from eventloom.bus.auth import (
     role_credentials,
 )
 from eventloom.bus.stream import DLQ_STREAM, jetstream_api
+from eventloom.errors import EventloomError
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.buckets import NODE_BUCKETS, ensure_node_buckets
@@ -237,3 +238,18 @@ async def test_the_issues_attack_with_a_reading_roles_credentials_is_refused(
     assert (event.seq, event.payload) == (old.seq + 1, {"text": "new"})
     assert again == event
     assert config["config"].get("max_age", 0) == 0
+
+
+async def test_a_role_that_finds_no_bucket_is_told_to_start_the_node(
+    authenticated_nats: tuple[NatsServer, Settings],
+) -> None:
+    """Only the node creates buckets: a role whose node never made them says so, instead of waiting."""
+    settings = authenticated_nats[1]
+    async with await EventLog.open(settings) as admin:  # the stream, but no bucket
+        await admin.append("s1", "note.added", "agent:a", {"text": "one"})
+    gateway = role_credentials(settings.data_dir, "gateway")
+    assert gateway is not None
+    as_gateway = replace(settings, nats_user="gateway", nats_password=gateway.password)
+    async with await EventLog.open(as_gateway) as log:
+        with pytest.raises(EventloomError, match=f"creating bucket {IDEMPOTENCY}: .*only the bus's admin"):
+            await log.append("s1", "note.added", "agent:a", {"text": "two"}, idempotency_key="k")
