@@ -113,7 +113,8 @@ def test_the_roles_run_as_separate_processes(
     roles.start("ledger", "up", EVENTLOOM_PROJECTORS="none", EVENTLOOM_PRODUCERS="none")  # as admin
     roles.healthy("ledger")  # first: it creates the stream and the signing key the others share
     roles.start("query", "query", "serve", **role_env(settings, "query"))
-    producers = ("producer", "run", "decision_citation", "retraction", "causal")
+    every = ("decision_citation", "retraction", "causal", "consolidation", "entity_resolution")
+    producers = ("producer", "run", *every, "claims_contradictions")  # docker-compose's
     roles.start("producers", *producers, **role_env(settings, "producer"))
     roles.start("projector", "projector", "run", "workflow", **role_env(settings, "projector"))
     token = add_token(settings.tokens_file, "operator", "admin", ["*"])
