@@ -281,10 +281,12 @@ class Appender:
         kv = await self._transient_retried(self._idempotency_kv)
         kv_key = f"{writer.session}.{hashlib.sha256(request.idempotency_key.encode()).hexdigest()[:40]}"
         entry = await self._transient_retried(lambda: _recall(kv, kv_key))
+        stale: int | None = None  # a record naming another session's event (a restored stream): replaced
         if entry is not None and entry.value:
             recorded = (await event_at(self._client, self._layout, int(entry.value))).event
             if recorded.session == writer.session:
                 return _repeated(request, recorded)
+            stale = entry.revision
         msg_id = f"{writer.session}:{request.idempotency_key}"
         unavailable: Exception | None = None
         for attempt in range(self._max_attempts):
@@ -313,7 +315,7 @@ class Appender:
             else:
                 writer.tail = _Tail(event.seq, event.hash, event.ts, int(ack.seq))
                 original = event
-            await self._transient_retried(partial(_remember, kv, kv_key, int(ack.seq)))
+            await self._transient_retried(partial(_remember, kv, kv_key, int(ack.seq), stale))
             return _repeated(request, original)
         if unavailable is not None:
             raise BusUnavailableError(f"NATS did not confirm the append: {unavailable!r}") from unavailable
@@ -370,9 +372,12 @@ async def _recall(kv: KeyValue, key: str) -> KeyValue.Entry | None:
         return None
 
 
-async def _remember(kv: KeyValue, key: str, stream_seq: int) -> None:
+async def _remember(kv: KeyValue, key: str, stream_seq: int, stale: int | None = None) -> None:
     with contextlib.suppress(nats.js.errors.KeyWrongLastSequenceError):  # the first writer recorded it
-        await kv.create(key, str(stream_seq).encode())
+        if stale is None:
+            await kv.create(key, str(stream_seq).encode())
+        else:
+            await kv.update(key, str(stream_seq).encode(), last=stale)
 
 
 async def _jitter(attempt: int, base: float = 0.002) -> None:

@@ -140,3 +140,16 @@ async def test_mcp_answers_a_conflict(log: EventLog) -> None:
     assert other.code == "conflict"
     assert other.error["message"].startswith("idempotency_key:") and "payload" in other.error["message"]
     assert await appended(log) == [1]
+
+
+async def test_a_record_naming_another_sessions_event_is_replaced(log: EventLog) -> None:
+    """A record can name no event of another session (its key holds the session): it is stale (a restored
+    stream renumbered), the append goes on, and the record then names the new event."""
+    await log.append(**(NOTE | {"session": "other"}))
+    bucket = await ensure_bucket(log.client, IDEMPOTENCY_BUCKET)
+    record = f"s1.{hashlib.sha256(b'k').hexdigest()[:40]}"
+    await bucket.put(record, b"1")  # stream seq 1: session other's event
+    first = await log.append(**NOTE, idempotency_key="k")
+    assert (await bucket.get(record)).value == b"2"
+    assert await log.append(**NOTE, idempotency_key="k") == first
+    assert await appended(log) == [1]
