@@ -26,6 +26,7 @@ from eventloom.errors import (
     BusUnavailableError,
     ConcurrencyError,
     EventValidationError,
+    IdempotencyConflictError,
     WrongExpectedSeqError,
 )
 from eventloom.event import Event, encode_event
@@ -273,15 +274,19 @@ class Appender:
         return int(response["seq"])
 
     async def _write_idempotent(self, writer: _SessionWriter, request: AppendRequest) -> Event:
-        """A repeated idempotency key returns the event the first call appended."""
+        """A repeated idempotency key returns the event the first call appended, if this is the same request
+        (`IdempotencyConflictError` if not). The event is compared, not the record that points at it: a
+        record that points at another request's event is never taken for this one's."""
         assert request.idempotency_key is not None
         kv = await self._transient_retried(self._idempotency_kv)
         kv_key = f"{writer.session}.{hashlib.sha256(request.idempotency_key.encode()).hexdigest()[:40]}"
         entry = await self._transient_retried(lambda: _recall(kv, kv_key))
+        stale: int | None = None  # a record naming another session's event (a restored stream): replaced
         if entry is not None and entry.value:
             recorded = (await event_at(self._client, self._layout, int(entry.value))).event
             if recorded.session == writer.session:
-                return recorded
+                return _repeated(request, recorded)
+            stale = entry.revision
         msg_id = f"{writer.session}:{request.idempotency_key}"
         unavailable: Exception | None = None
         for attempt in range(self._max_attempts):
@@ -310,8 +315,8 @@ class Appender:
             else:
                 writer.tail = _Tail(event.seq, event.hash, event.ts, int(ack.seq))
                 original = event
-            await self._transient_retried(partial(_remember, kv, kv_key, int(ack.seq)))
-            return original
+            await self._transient_retried(partial(_remember, kv, kv_key, int(ack.seq), stale))
+            return _repeated(request, original)
         if unavailable is not None:
             raise BusUnavailableError(f"NATS did not confirm the append: {unavailable!r}") from unavailable
         raise ConcurrencyError(f"session {writer.session}: gave up appending idempotency key after retries")
@@ -344,6 +349,15 @@ def _take_chunk(queue: deque[_Pending], limit: int) -> list[_Pending]:
     return chunk
 
 
+def _repeated(request: AppendRequest, recorded: Event) -> Event:
+    """`recorded`, the event appended under `request`'s idempotency key, if `request` is a repeat of the
+    request that appended it."""
+    differences = request.differences(recorded)
+    if differences:
+        raise IdempotencyConflictError(recorded, differences)
+    return recorded
+
+
 def _check_expected(session: str, expected: int | None, actual: int) -> None:
     """Against the tail the publish is guarded by: a stale cached tail fails the publish, is re-read, and
     checked again, so a conflict is never missed."""
@@ -358,9 +372,12 @@ async def _recall(kv: KeyValue, key: str) -> KeyValue.Entry | None:
         return None
 
 
-async def _remember(kv: KeyValue, key: str, stream_seq: int) -> None:
+async def _remember(kv: KeyValue, key: str, stream_seq: int, stale: int | None = None) -> None:
     with contextlib.suppress(nats.js.errors.KeyWrongLastSequenceError):  # the first writer recorded it
-        await kv.create(key, str(stream_seq).encode())
+        if stale is None:
+            await kv.create(key, str(stream_seq).encode())
+        else:
+            await kv.update(key, str(stream_seq).encode(), last=stale)
 
 
 async def _jitter(attempt: int, base: float = 0.002) -> None:

@@ -1,6 +1,12 @@
-"""The dead-letter stream: events a consumer could not take, with the reason, kept for inspection."""
+"""The dead-letter stream: events a consumer could not take, with the reason, kept for inspection.
+
+A worker whose retry of a dead letter applied records that on `eventloom_dlq.<consumer>.resolved`
+instead of deleting the letter: deleting from the stream is the bus admin's alone (eventloom/bus/auth.py),
+so a worker's credentials cannot erase the record of what it failed to take."""
 
 from __future__ import annotations
+
+from typing import Final
 
 import msgspec
 import nats.js.errors
@@ -8,7 +14,7 @@ from nats.aio.client import Client
 
 from eventloom.bus.buckets import ensure_bucket
 from eventloom.bus.consumer import read_stream
-from eventloom.bus.stream import DLQ_STREAM, DLQ_SUBJECT_ROOT
+from eventloom.bus.stream import DLQ_STREAM, DLQ_SUBJECT_ROOT, subject_counts
 from eventloom.event import utc_timestamp
 
 
@@ -24,8 +30,15 @@ class DeadLetter(msgspec.Struct, frozen=True, kw_only=True):
     data: str = ""
 
 
+RESOLVED: Final = "resolved"
+
+
 def dlq_subject(consumer: str) -> str:
     return f"{DLQ_SUBJECT_ROOT}.{consumer}"
+
+
+def _resolved_subject(consumer: str) -> str:
+    return f"{dlq_subject(consumer)}.{RESOLVED}"
 
 
 async def dead_letter(client: Client, letter: DeadLetter) -> None:
@@ -39,15 +52,30 @@ async def dead_letter(client: Client, letter: DeadLetter) -> None:
 
 
 async def list_dead_letters(client: Client, consumer: str | None = None) -> list[DeadLetter]:
-    subject = dlq_subject(consumer) if consumer else f"{DLQ_SUBJECT_ROOT}.>"
-    letters: list[DeadLetter] = []
-    seen: set[tuple[str, int]] = set()
-    async for message in read_stream(client, DLQ_STREAM, [subject]):
+    """The dead letters still open: each (consumer, stream seq) once, none a retry resolved since."""
+    subjects = [dlq_subject(consumer), _resolved_subject(consumer)] if consumer else [f"{DLQ_SUBJECT_ROOT}.>"]
+    letters: dict[tuple[str, int], DeadLetter] = {}
+    async for message in read_stream(client, DLQ_STREAM, subjects):
         letter = msgspec.json.decode(message.data, type=DeadLetter)
-        if (letter.consumer, letter.stream_seq) not in seen:
-            seen.add((letter.consumer, letter.stream_seq))
-            letters.append(letter)
-    return letters
+        key = (letter.consumer, letter.stream_seq)
+        if message.subject.endswith(f".{RESOLVED}"):
+            letters.pop(key, None)
+        elif key not in letters:
+            letters[key] = letter
+    return list(letters.values())
+
+
+async def dead_letter_counts(client: Client) -> dict[str, int]:
+    """Open dead letters per consumer, counted from the stream's subjects (not read one by one)."""
+    counts = await subject_counts(client, DLQ_STREAM, f"{DLQ_SUBJECT_ROOT}.>")
+    prefix = f"{DLQ_SUBJECT_ROOT}."
+    open_letters: dict[str, int] = {}
+    for subject, count in counts.items():
+        if not subject.endswith(f".{RESOLVED}"):
+            consumer = subject.removeprefix(prefix)
+            resolved = counts.get(_resolved_subject(consumer), 0)
+            open_letters[consumer] = max(0, count - resolved)
+    return open_letters
 
 
 RETRY_BUCKET = "EVENTLOOM_DLQ_RETRY"
@@ -58,7 +86,7 @@ async def request_retry(client: Client, consumer: str, stream_seqs: list[int] | 
     letters = [
         d for d in await list_dead_letters(client, consumer) if not stream_seqs or d.stream_seq in stream_seqs
     ]
-    bucket = await ensure_bucket(client, RETRY_BUCKET)  # a replicated node created it at its count
+    bucket = await ensure_bucket(client, RETRY_BUCKET)  # the node created it (at its replica count)
     for letter in letters:
         await bucket.put(f"{consumer}.{letter.stream_seq}", b"requested")
     return len(letters)
@@ -80,8 +108,17 @@ async def take_retry_requests(client: Client, consumer: str) -> list[int]:
     return sorted(seqs)
 
 
+async def resolve_dead_letter(client: Client, consumer: str, stream_seq: int) -> None:
+    """Record that `consumer`'s retry of its dead letter of `stream_seq` applied: it is listed no more."""
+    marker = DeadLetter(consumer=consumer, stream_seq=stream_seq, subject="", error=RESOLVED)
+    # Once per letter within the duplicate window, however often the worker reports it (a lost ack).
+    headers = {"Nats-Msg-Id": f"{RESOLVED}:{consumer}:{stream_seq}"}
+    data = msgspec.json.encode(marker)
+    await client.jetstream().publish(_resolved_subject(consumer), data, headers=headers)
+
+
 async def forget_dead_letter(client: Client, consumer: str, stream_seq: int) -> None:
-    """Remove a dead letter once a retry succeeded."""
+    """Delete a dead letter (the admin's, on clearing a quarantine)."""
     async for message in read_stream(client, DLQ_STREAM, [dlq_subject(consumer)]):
         letter = msgspec.json.decode(message.data, type=DeadLetter)
         if letter.stream_seq == stream_seq:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from eventloom.event import Event
+
 
 class EventloomError(Exception):
     """Base class of every error this package raises on purpose."""
@@ -44,6 +49,23 @@ class WrongExpectedSeqError(ConcurrencyError):
         self.session = session
         self.expected = expected
         self.actual = actual
+
+
+class IdempotencyConflictError(ConcurrencyError):
+    """An idempotency key came back with another request than the one it appended: nothing was appended.
+
+    As payment APIs and event stores treat a key: it names one request, and a repeat of that request gets
+    the original event back; a different request under the same key is the caller's mistake, not a repeat
+    (Stripe: "a different request with the same key is an error")."""
+
+    def __init__(self, recorded: Event, fields: list[str]) -> None:
+        super().__init__(
+            f"idempotency_key: session {recorded.session} already has an event under this key (seq "
+            f"{recorded.seq}) from another request (differing in {', '.join(fields)}); nothing was appended "
+            "(a new request needs a new key)"
+        )
+        self.recorded = recorded
+        self.fields = fields
 
 
 class UntrustedTailError(EventloomError):

@@ -82,4 +82,4 @@ async def clear_quarantined(
 
 
 async def _bucket(client: Client) -> KeyValue:
-    return await ensure_bucket(client, QUARANTINE_BUCKET)  # a replicated node created it at its count
+    return await ensure_bucket(client, QUARANTINE_BUCKET)  # the node created it (at its replica count)

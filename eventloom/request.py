@@ -7,7 +7,7 @@ from typing import Any, Final
 import msgspec
 
 from eventloom.errors import EventValidationError
-from eventloom.event import principal_problem
+from eventloom.event import Event, principal_problem
 from eventloom.validation import (
     validate_actor,
     validate_caused_by,
@@ -17,6 +17,10 @@ from eventloom.validation import (
 )
 
 MAX_IDEMPOTENCY_KEY: Final = 256
+REPEATED_FIELDS: Final = ("type", "actor", "payload", "caused_by", "principal")
+"""What a repeat under an idempotency key must repeat: every field the event records. `expected_seq` is
+not one: a retry of an append that landed finds the session past it (at its own event), and is a repeat."""
+_sorted_json = msgspec.json.Encoder(order="sorted")
 
 
 class AppendRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -32,6 +36,14 @@ class AppendRequest(msgspec.Struct, frozen=True, kw_only=True):
     """Append only if the session's newest event is this seq (0: only if the session is new)."""
     principal: str | None = None
     """Who was authenticated for this append (`token:<name>`, `os:<user>`); recorded in the envelope."""
+
+    def differences(self, event: Event) -> list[str]:
+        """The fields in which this request is not the one that appended `event` (none: a repeat)."""
+        return [
+            name
+            for name in REPEATED_FIELDS
+            if _sorted_json.encode(getattr(self, name)) != _sorted_json.encode(getattr(event, name))
+        ]
 
     def validated(self) -> AppendRequest:
         validate_session(self.session)

@@ -1,8 +1,10 @@
 """Every KV bucket of a deployment, created by the node at its replica count before anyone else needs one.
 
-Processes that create a bucket on first use (the CLI, a worker started on its own) may not know the
-deployment's replica count; the node does, so with replicas > 1 it creates them all first, and `ensure_bucket`
-never lowers a count it finds.
+The node connects as `admin`, the only bus role that may create a stream: a role started as a process of
+its own (`gateway http`, `query serve`, `producer run`, `projector run`) finds its buckets made and only
+reads and writes them (eventloom/bus/auth.py). The node also knows the deployment's replica count, which
+a process that created a bucket on first use (the operator's CLI) may not, and `ensure_bucket` never
+lowers a count it finds.
 """
 
 from __future__ import annotations
@@ -34,9 +36,6 @@ NODE_BUCKETS: Final[tuple[tuple[str, float | None], ...]] = (
 
 
 async def ensure_node_buckets(client: Client, replicas: int) -> None:
-    """With `replicas` > 1, every bucket in `NODE_BUCKETS` at (at least) that count; with 1, nothing: each
-    is created at R1 when first used, as before."""
-    if replicas <= 1:
-        return
+    """Every bucket in `NODE_BUCKETS`, at (at least) `replicas`."""
     for name, ttl in NODE_BUCKETS:
         await ensure_bucket(client, name, replicas=replicas, ttl=ttl)

@@ -23,7 +23,7 @@ from nats.aio.msg import Msg
 from eventloom.bus.consumer import ConsumerSpec, DurableConsumer
 from eventloom.bus.stream import StreamLayout
 from eventloom.citations import KnownHashes
-from eventloom.dlq import forget_dead_letter, take_retry_requests
+from eventloom.dlq import resolve_dead_letter, take_retry_requests
 from eventloom.errors import ReadModelBrokenError
 from eventloom.event import decode_event
 from eventloom.keys import KeyStore
@@ -340,7 +340,7 @@ class ProjectorRunner:
                     log.warning("%s: retry of stream seq %s failed again: %s", self.consumer, stream_seq, exc)
                     continue
                 self.stats.applied += 1
-            await forget_dead_letter(self._client, self.consumer, stream_seq)
+            await resolve_dead_letter(self._client, self.consumer, stream_seq)
             self.stats.retried += 1
 
     async def _without_skipped_sessions(self, items: list[FetchedEvent]) -> list[FetchedEvent]:

@@ -15,7 +15,8 @@ from nats.aio.client import Client
 from nats.js.kv import KeyValue
 
 from eventloom.bus.buckets import ensure_bucket
-from eventloom.bus.stream import DLQ_STREAM, DLQ_SUBJECT_ROOT, StreamLayout, jetstream_api, subject_counts
+from eventloom.bus.stream import StreamLayout, jetstream_api
+from eventloom.dlq import dead_letter_counts
 from eventloom.event import utc_timestamp
 from projectors.lease import lease_holders
 
@@ -86,7 +87,7 @@ class StatsPublisher:
 
 
 async def _bucket(client: Client) -> KeyValue:
-    return await ensure_bucket(client, STATS_BUCKET, ttl=STATS_TTL_S)  # a replicated node made it at R>1
+    return await ensure_bucket(client, STATS_BUCKET, ttl=STATS_TTL_S)  # the node created it
 
 
 async def forget_consumer(client: Client, consumer: str) -> None:
@@ -97,7 +98,7 @@ async def forget_consumer(client: Client, consumer: str) -> None:
 
 async def consumer_statuses(client: Client, layout: StreamLayout) -> list[ConsumerStatus]:
     listing = await jetstream_api(client, f"CONSUMER.LIST.{layout.name}")
-    letters = await subject_counts(client, DLQ_STREAM, f"{DLQ_SUBJECT_ROOT}.>")
+    letters = await dead_letter_counts(client)
     bucket = await _bucket(client)
     holders = await lease_holders(client)
     statuses = []
@@ -116,7 +117,7 @@ async def consumer_statuses(client: Client, layout: StreamLayout) -> list[Consum
                 lag=int(info.get("num_pending", 0)) + int(info.get("num_ack_pending", 0)),
                 ack_pending=int(info.get("num_ack_pending", 0)),
                 delivered_stream_seq=int(info.get("delivered", {}).get("stream_seq", 0)),
-                dead_letters=letters.get(f"{DLQ_SUBJECT_ROOT}.{name}", 0),
+                dead_letters=letters.get(name, 0),
                 rate_per_s=report.rate_per_s if report else None,
                 applied=report.applied if report else None,
                 refused=report.refused if report else None,

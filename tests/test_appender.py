@@ -141,7 +141,7 @@ async def test_expected_seq_lets_exactly_one_of_two_racing_writers_win(settings:
 
 async def test_idempotency_key_returns_the_original_event(log: EventLog) -> None:
     first = await log.append("s1", "note.added", "tester", {"n": 1}, idempotency_key="order-42")
-    again = await log.append("s1", "note.added", "tester", {"n": 2}, idempotency_key="order-42")
+    again = await log.append("s1", "note.added", "tester", {"n": 1}, idempotency_key="order-42")
     other = await log.append("s1", "note.added", "tester", {"n": 3}, idempotency_key="order-43")
     assert again == first
     assert other.seq == 2

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from eventloom.dlq import list_dead_letters, request_retry
+from eventloom.bus.stream import DLQ_STREAM, jetstream_api
+from eventloom.dlq import dead_letter_counts, list_dead_letters, request_retry
 from eventloom.errors import ReadModelUnavailableError
 from eventloom.event import Event
 from eventloom.keys import KeyStore
@@ -214,6 +215,9 @@ async def test_dlq_retry_applies_the_event_once_the_projector_is_fixed(
         stop.set()
         await task
     assert await list_dead_letters(log.client, runner.consumer) == []
+    assert await dead_letter_counts(log.client) == {runner.consumer: 0}
+    dlq = await jetstream_api(log.client, f"STREAM.INFO.{DLQ_STREAM}")
+    assert dlq["state"]["messages"] == 2  # the letter stays (workers delete nothing), resolved after it
     assert counts(settings) == {("s0", "note.added"): 1}
 
 

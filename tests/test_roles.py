@@ -1,6 +1,7 @@
 """A deployment as separate processes against an existing NATS, as docker-compose runs it: the ledger node,
-`eventloom query serve`, `eventloom producer run`, `eventloom gateway http`; their healthchecks; an MCP
-client over HTTP calling every tool through them; a clean stop."""
+`eventloom query serve`, `eventloom producer run`, `eventloom projector run`, `eventloom gateway http`; their
+healthchecks; an MCP client over HTTP calling every tool through them; a clean stop; and not one request
+refused by the bus (each role's permissions cover what its process does: eventloom/bus/auth.py)."""
 
 from __future__ import annotations
 
@@ -51,10 +52,10 @@ class Roles:
             cwd=REPO,
         )
 
-    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def cli(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "gateway", *args],
-            env=self.env,
+            env=self.env | env,
             capture_output=True,
             text=True,
             check=False,
@@ -112,8 +113,10 @@ def test_the_roles_run_as_separate_processes(
     roles.start("ledger", "up", EVENTLOOM_PROJECTORS="none", EVENTLOOM_PRODUCERS="none")  # as admin
     roles.healthy("ledger")  # first: it creates the stream and the signing key the others share
     roles.start("query", "query", "serve", **role_env(settings, "query"))
-    producers = ("producer", "run", "decision_citation", "retraction", "causal")
+    every = ("decision_citation", "retraction", "causal", "consolidation", "entity_resolution")
+    producers = ("producer", "run", *every, "claims_contradictions")  # docker-compose's
     roles.start("producers", *producers, **role_env(settings, "producer"))
+    roles.start("projector", "projector", "run", "workflow", **role_env(settings, "projector"))
     token = add_token(settings.tokens_file, "operator", "admin", ["*"])
     port = free_port()
     gateway = role_env(settings, "gateway")
@@ -126,5 +129,11 @@ def test_the_roles_run_as_separate_processes(
             await exercise_every_tool(call)
 
     asyncio.run(every_tool())
-    assert roles.stop() == {"ledger": 0, "query": 0, "producers": 0, "gateway": 0}
+    # docker-compose's healthchecks, each in its role's container, with that role's credentials
+    assert roles.cli("health", "query", **role_env(settings, "query")).returncode == 0
+    status = roles.cli("status", "--json", **role_env(settings, "producer"))
+    assert status.returncode == 0, status.stderr
+    assert roles.stop() == {"ledger": 0, "query": 0, "producers": 0, "projector": 0, "gateway": 0}
     assert roles.cli("health", "ledger").returncode == 1
+    server_log = (authenticated_nats[0].root / "nats.log").read_text()
+    assert [line for line in server_log.splitlines() if "violation" in line.lower()] == []

@@ -1,22 +1,33 @@
 """Who may do what on the bus: one NATS user per role, with passwords generated into the data dir.
 
 The embedded server accepts no anonymous client. `admin` (the node itself and the operator's CLI) may do
-anything; every other role gets what its process needs and no more:
+anything, and creates what the others use: the event stream, the dead-letter stream and every KV bucket
+(`gateway/buckets.py`). Every other role gets an allow-list of exactly what its process does (`GRANTS`,
+`permissions`), never "everything but":
 
-| role | publishes events | asks queries | answers queries | consumes, acks, dead-letters |
-|---|---|---|---|---|
-| `gateway` | yes | yes | no | yes (replay, verify) |
-| `producer` | yes (derived events) | no | no | yes |
-| `query` | no | no | yes | yes (its projectors) |
-| `projector` | no | no | no | yes |
+| role | `eventloom` command | appends | queries | consumes (durable, acks, dead letters) | writes buckets |
+|---|---|---|---|---|---|
+| `gateway` | `gateway http` | yes | asks | no | `IDEMPOTENCY`, `PEERS` |
+| `producer` | `producer run` | yes | no | yes | the gateway's, the workers', `FENCES`, `PRODUCER_STATE` |
+| `query` | `query serve` | no | answers | yes | `PEERS`, the workers' |
+| `projector` | `projector run` | no | no | yes | `PEERS`, the workers' |
 
-Every role may publish its heartbeat on `eventloom_peers.<id>` (and into the `EVENTLOOM_PEERS` bucket, like
-any KV bucket but the admin's) and subscribe to everyone's (docs/operations.md#peers).
+"Appends": publishes on the event subjects and writes the idempotency records of its appends. Buckets are
+named without their `EVENTLOOM_` prefix; the workers' are `DLQ_RETRY`, `LEASES` and `CONSUMER_STATS`.
 
-No role but `admin` may create, update, delete or purge the event stream, delete a message from it, delete
-or purge any stream, delete the ledger mirror's consumer, or clear a quarantine. A role's password is handed
-to its process as `EVENTLOOM_NATS_USER` / `EVENTLOOM_NATS_PASSWORD` (`eventloom nats credentials ROLE`);
-an external NATS cluster gets the same users from `eventloom nats config` (see docs/security.md).
+Every role may read (`STREAM.INFO`, `STREAM.MSG.GET`, `DIRECT.GET`, and ephemeral or named consumers:
+`CONSUMER.CREATE|INFO|MSG.NEXT|DELETE`) the event stream, the dead-letter stream and every bucket's
+stream, list the event stream's consumers, ask `eventloom.q.memory.health`, and send and watch heartbeats
+on `eventloom_peers.*`. It subscribes to its own inboxes (`_INBOX_<role>.>`: `connect` gives a role's
+connections that prefix) and the heartbeats (`query`: the query subjects too).
+
+So no role but `admin` may: create, update, delete, purge, snapshot or restore any stream (KV buckets
+included), delete a message from one (the dead letters included: a worker that retried one records it
+as resolved, see `eventloom/dlq.py`), touch the ledger mirror's consumer or ack its messages, write the
+quarantine, move a leader or a peer, or purge the account; and only the roles that append write
+idempotency records. A role's password is handed to its process as `EVENTLOOM_NATS_USER` /
+`EVENTLOOM_NATS_PASSWORD` (`eventloom nats credentials ROLE`); an external NATS cluster gets the same users
+from `eventloom nats config` (see docs/security.md).
 """
 
 from __future__ import annotations
@@ -30,7 +41,7 @@ from typing import Final
 import msgspec
 
 from eventloom.bus.peers import PEERS_SUBJECT_ROOT
-from eventloom.bus.stream import DLQ_SUBJECT_ROOT, SUBJECT_ROOT
+from eventloom.bus.stream import DLQ_STREAM, DLQ_SUBJECT_ROOT, SUBJECT_ROOT
 from eventloom.errors import EventloomError
 from eventloom.keys import atomic_write
 
@@ -38,8 +49,36 @@ ROLES: Final = ("admin", "gateway", "producer", "query", "projector")
 QUERY_SUBJECTS: Final = f"{SUBJECT_ROOT}.q.>"
 EVENT_SUBJECTS: Final = f"{SUBJECT_ROOT}.*.*"  # <root>.<partition>.<session>
 HEALTH_SUBJECT: Final = f"{SUBJECT_ROOT}.q.memory.health"  # every role's healthcheck may ask this one
-ADMIN_ONLY_BUCKETS: Final = ("EVENTLOOM_QUARANTINE",)
 PEER_SUBJECTS: Final = f"{PEERS_SUBJECT_ROOT}.*"  # every process's heartbeat: every role sends and watches
+MIRROR_CONSUMER: Final = "ledger-mirror"
+IDEMPOTENCY: Final = "EVENTLOOM_IDEMPOTENCY"
+PEERS: Final = "EVENTLOOM_PEERS"
+WORKER_BUCKETS: Final = ("EVENTLOOM_DLQ_RETRY", "EVENTLOOM_LEASES", "EVENTLOOM_CONSUMER_STATS")
+PRODUCER_BUCKETS: Final = ("EVENTLOOM_FENCES", "EVENTLOOM_PRODUCER_STATE")
+BUCKETS: Final = (IDEMPOTENCY, PEERS, *WORKER_BUCKETS, *PRODUCER_BUCKETS, "EVENTLOOM_QUARANTINE")
+"""Every KV bucket of a deployment (the names are spelled here, below the modules that own them, and a
+test holds them equal to `gateway.buckets.NODE_BUCKETS`)."""
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What one role's process does on the bus, beyond what every role may (read, heartbeats, health)."""
+
+    appends: bool = False  # publishes events and the idempotency records of its appends
+    consumes: bool = False  # durable consumers on the event stream: pulls, acks, dead letters, retries
+    asks_queries: bool = False
+    answers_queries: bool = False
+    writes: tuple[str, ...] = (PEERS,)  # the KV buckets it puts into (and purges keys of)
+
+
+GRANTS: Final[dict[str, Grant]] = {
+    "gateway": Grant(appends=True, asks_queries=True, writes=(IDEMPOTENCY, PEERS)),
+    "producer": Grant(
+        appends=True, consumes=True, writes=(IDEMPOTENCY, PEERS, *WORKER_BUCKETS, *PRODUCER_BUCKETS)
+    ),
+    "query": Grant(consumes=True, answers_queries=True, writes=(PEERS, *WORKER_BUCKETS)),
+    "projector": Grant(consumes=True, writes=(PEERS, *WORKER_BUCKETS)),
+}
 
 
 @dataclass(frozen=True)
@@ -87,32 +126,54 @@ def authorization_block(passwords: dict[str, str], stream: str) -> str:
     for role in ROLES:
         user: dict[str, object] = {"user": role, "password": passwords[role]}
         if role != "admin":
-            user["permissions"] = _permissions(role, stream)
+            user["permissions"] = permissions(role, stream)
         users.append("    " + json.dumps(user))
     return "authorization {\n  users = [\n" + "\n".join(users) + "\n  ]\n}\n"
 
 
-def _permissions(role: str, stream: str) -> dict[str, object]:
-    publish = ["$JS.API.>", "$JS.ACK.>", "$JS.FC.>", "$KV.>", f"{DLQ_SUBJECT_ROOT}.>", HEALTH_SUBJECT]
-    publish.append(PEER_SUBJECTS)
-    if role in ("gateway", "producer"):
+def inbox_prefix(role: str) -> str:
+    """Where `role`'s replies come: its own inboxes, so no role reads the answers to another's requests."""
+    return "_INBOX" if role == "admin" else f"_INBOX_{role}"
+
+
+def permissions(role: str, stream: str) -> dict[str, object]:
+    """The nats-server permissions of `role` (not `admin`) on a deployment whose event stream is `stream`."""
+    grant = GRANTS[role]
+    read = (stream, DLQ_STREAM, *(f"KV_{bucket}" for bucket in BUCKETS))
+    publish = [HEALTH_SUBJECT, PEER_SUBJECTS, "$JS.FC.>", f"$JS.API.CONSUMER.LIST.{stream}"]
+    publish += [subject for name in read for subject in _reads(name)]
+    publish += [f"$KV.{bucket}.>" for bucket in grant.writes]
+    if grant.appends:
         publish.append(EVENT_SUBJECTS)
-    if role == "gateway":
+    if grant.asks_queries:
         publish.append(QUERY_SUBJECTS)
-    deny = [
-        f"$JS.API.STREAM.CREATE.{stream}",
-        f"$JS.API.STREAM.UPDATE.{stream}",
-        f"$JS.API.STREAM.MSG.DELETE.{stream}",
-        "$JS.API.STREAM.DELETE.>",
-        "$JS.API.STREAM.PURGE.>",
-        f"$JS.API.CONSUMER.DELETE.{stream}.ledger-mirror",
-        *(f"$KV.{bucket}.>" for bucket in ADMIN_ONLY_BUCKETS),
-    ]
-    subscribe = ["_INBOX.>", PEER_SUBJECTS]
-    if role == "query":
+    if grant.consumes:
+        publish += [f"$JS.ACK.{stream}.>", f"{DLQ_SUBJECT_ROOT}.>"]
+    subscribe = [f"{inbox_prefix(role)}.>", PEER_SUBJECTS]
+    if grant.answers_queries:
         subscribe.append(QUERY_SUBJECTS)
+    # The reads' wildcards would take in the ledger mirror's consumer: it is the node's alone.
+    mirror = f"{stream}.{MIRROR_CONSUMER}"
+    deny = [f"$JS.API.CONSUMER.{verb}.{mirror}" for verb in ("CREATE", "DELETE", "MSG.NEXT")]
+    deny += [f"$JS.API.CONSUMER.CREATE.{mirror}.>", f"$JS.ACK.{mirror}.>"]
     return {
         "publish": {"allow": publish, "deny": deny},
-        "subscribe": {"allow": subscribe, "deny": [EVENT_SUBJECTS, f"{DLQ_SUBJECT_ROOT}.>", "$KV.>"]},
-        "allow_responses": role == "query",
+        "subscribe": {"allow": subscribe},
+        "allow_responses": grant.answers_queries,
     }
+
+
+def _reads(stream: str) -> list[str]:
+    """What reading `stream` takes: its info, single messages, and consumers of the reader's own."""
+    api = "$JS.API"
+    return [
+        f"{api}.STREAM.INFO.{stream}",
+        f"{api}.STREAM.MSG.GET.{stream}",
+        f"{api}.DIRECT.GET.{stream}",
+        f"{api}.DIRECT.GET.{stream}.>",
+        f"{api}.CONSUMER.CREATE.{stream}",
+        f"{api}.CONSUMER.CREATE.{stream}.>",
+        f"{api}.CONSUMER.INFO.{stream}.*",
+        f"{api}.CONSUMER.MSG.NEXT.{stream}.*",
+        f"{api}.CONSUMER.DELETE.{stream}.*",
+    ]

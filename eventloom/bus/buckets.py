@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import nats.errors
 import nats.js.errors
 from nats.aio.client import Client
 from nats.js import JetStreamContext
@@ -16,6 +17,10 @@ from eventloom.errors import EventloomError
 
 _STREAM_NOT_FOUND = 10059
 _STREAM_NAME_IN_USE = 10058  # created meanwhile by another process
+_NEEDS_ADMIN = (
+    "{}: no answer; only the bus's admin may create or change a bucket (start the node first: it creates "
+    "every bucket, or connect as admin)"
+)
 
 
 async def ensure_bucket(
@@ -46,9 +51,7 @@ async def ensure_bucket(
             raise EventloomError(f"bucket {name}: neither created nor found")
     if int(config.get("num_replicas", 1)) < replicas:
         scaled = config | {"num_replicas": replicas}
-        response = await placed(
-            client, replicas, lambda: jetstream_api(client, f"STREAM.UPDATE.KV_{name}", scaled)
-        )
+        response = await placed(client, replicas, lambda: _update(client, name, scaled))
         if "error" in response:
             raise replicas_error(client, f"bucket {name}", replicas, response["error"])
     return _read_from_leader(js, name)
@@ -77,6 +80,14 @@ async def _existing_config(client: Client, name: str) -> dict[str, Any] | None:
     raise EventloomError(f"bucket {name}: {info['error'].get('description')}")
 
 
+async def _update(client: Client, name: str, config: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return await jetstream_api(client, f"STREAM.UPDATE.KV_{name}", config)
+    except nats.errors.TimeoutError:  # the server drops a refused request unanswered
+        scaling = f"scaling bucket {name} to {config['num_replicas']} replicas"
+        raise EventloomError(_NEEDS_ADMIN.format(scaling)) from None
+
+
 async def _create(
     js: JetStreamContext, name: str, history: int, ttl: float | None, replicas: int
 ) -> dict[str, Any]:
@@ -85,4 +96,6 @@ async def _create(
         bucket = await js.create_key_value(bucket=name, history=history, ttl=ttl, replicas=replicas)
     except nats.js.errors.APIError as exc:
         return {"error": {"err_code": exc.err_code, "description": exc.description}}
+    except nats.errors.TimeoutError:
+        raise EventloomError(_NEEDS_ADMIN.format(f"creating bucket {name}")) from None
     return {"bucket": bucket}

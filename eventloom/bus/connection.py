@@ -8,7 +8,7 @@ import nats
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 
-from eventloom.bus.auth import NatsCredentials, role_credentials
+from eventloom.bus.auth import ROLES, NatsCredentials, inbox_prefix, role_credentials
 from eventloom.errors import NodeNotRunningError
 from eventloom.settings import Settings
 
@@ -61,6 +61,8 @@ async def connect(
     }
     if credentials is not None:
         options |= {"user": credentials.user, "password": credentials.password}
+        if credentials.user in ROLES:  # a role may subscribe to its own inboxes only
+            options["inbox_prefix"] = inbox_prefix(credentials.user)
     if persistent:  # its first connect would retry a refusal forever: learn it from a one-shot first
         await _refused_or_not(url, options, credentials)
     try:

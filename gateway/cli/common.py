@@ -16,7 +16,13 @@ from rich.markup import escape
 
 from eventloom.bus.connection import connect, credentials_of
 from eventloom.bus.stream import StreamLayout, describe_stream
-from eventloom.errors import EventloomError, EventValidationError, NodeNotRunningError, WrongExpectedSeqError
+from eventloom.errors import (
+    EventloomError,
+    EventValidationError,
+    IdempotencyConflictError,
+    NodeNotRunningError,
+    WrongExpectedSeqError,
+)
 from eventloom.runtime import RoleState, resolve_nats_url
 from eventloom.settings import Settings
 
@@ -36,7 +42,9 @@ console = _console()
 EXIT_INVALID = 2
 EXIT_NO_NODE = 3
 EXIT_FAILED = 1
-EXIT_CONFLICT = 4  # --expected-seq did not hold: nothing was written
+EXIT_CONFLICT = (
+    4  # --expected-seq did not hold, or an idempotency key came with another request: nothing written
+)
 
 
 def settings_of(ctx: typer.Context) -> Settings:
@@ -60,7 +68,7 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
         fail(f"invalid input: {exc}", EXIT_INVALID)
     except NodeNotRunningError as exc:
         fail(str(exc), EXIT_NO_NODE)
-    except WrongExpectedSeqError as exc:
+    except (WrongExpectedSeqError, IdempotencyConflictError) as exc:
         fail(str(exc), EXIT_CONFLICT)
     except EventloomError as exc:
         fail(str(exc), EXIT_FAILED)

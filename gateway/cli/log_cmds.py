@@ -44,7 +44,11 @@ def append(
     actor: Annotated[str | None, typer.Option(help="Who appends: an agent, user or tool name")] = None,
     payload: Annotated[str, typer.Option(help="Payload as a JSON object")] = "{}",
     idempotency_key: Annotated[
-        str | None, typer.Option(help="Repeat-safe key: a repeated key returns the original event")
+        str | None,
+        typer.Option(
+            help="Repeat-safe key: the same request again returns the original event; another request "
+            "with this key exits 4 and writes nothing"
+        ),
     ] = None,
     expected_seq: Annotated[
         int | None,

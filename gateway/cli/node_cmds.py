@@ -15,7 +15,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from eventloom.bus.connection import connect, credentials_of
-from eventloom.bus.stream import DLQ_STREAM, StreamLayout, describe_stream, jetstream_api
+from eventloom.bus.stream import StreamLayout, describe_stream, jetstream_api
+from eventloom.dlq import dead_letter_counts
 from eventloom.errors import EventloomError
 from eventloom.ledger.files import ledger_path, ledger_sessions, read_incidents, read_tip
 from eventloom.runtime import RoleState, RuntimeInfo, read_runtime, resolve_nats_url
@@ -221,7 +222,7 @@ async def _status(settings: Settings) -> dict[str, Any]:
         layout = await describe_stream(client, settings.stream)
         info = await jetstream_api(client, f"STREAM.INFO.{layout.name}")
         consumers = await jetstream_api(client, f"CONSUMER.LIST.{layout.name}")
-        dlq = await jetstream_api(client, f"STREAM.INFO.{DLQ_STREAM}")
+        dead_letters = sum((await dead_letter_counts(client)).values())
         statuses = {s.consumer: s for s in await consumer_statuses(client, layout)}
         refused = {name: s.refused or 0 for name, s in statuses.items()}
         listed = consumers.get("consumers") or []
@@ -236,7 +237,7 @@ async def _status(settings: Settings) -> dict[str, Any]:
         "nats_url": url,
         "stream": _stream_summary(layout, info),
         "consumers": _consumer_rows(listed, lags, refused),
-        "dead_letters": dlq.get("state", {}).get("messages", 0),
+        "dead_letters": dead_letters,
         "refused": sum(refused.values()),
         "ledger": await asyncio.to_thread(_ledger_summary, settings),
         "ledger_incidents": await asyncio.to_thread(read_incidents, settings.ledger_dir),

@@ -19,7 +19,7 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from eventloom.errors import EventValidationError
+from eventloom.errors import EventValidationError, IdempotencyConflictError
 from eventloom.event import SESSION_PATTERN, Event
 from eventloom.log import EventLog
 from eventloom.request import MAX_IDEMPOTENCY_KEY
@@ -103,14 +103,17 @@ async def record(
     (payload fields in `ignore`, such as a time taken when the call was made, may differ)."""
     event_type = EVENT_TYPES[type(payload)]
     body = payload_of(payload)
-    event = await log.append(
-        session,
-        event_type,
-        actor,
-        body,
-        idempotency_key=idempotency_key(scope, item),
-        principal=principal,
-    )
+    try:
+        event = await log.append(
+            session,
+            event_type,
+            actor,
+            body,
+            idempotency_key=idempotency_key(scope, item),
+            principal=principal,
+        )
+    except IdempotencyConflictError as exc:
+        event = exc.recorded  # the appender compares every field; a recorder retry may differ in `ignore`
     if event.type != event_type or _without(event.payload, ignore) != _without(body, ignore):
         raise AlreadyRecorded(
             field,
