@@ -16,7 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from eventloom.settings import Settings
 from gateway.cli.demo_story import CHAT, WORK, Told, tell
 from gateway.mcp.client import ToolCall, ToolCallFailed, tool_caller
-from gateway.mcp.http import http_role
+from gateway.mcp.http import HttpGateway, http_role, serve_http
 from gateway.node import Node
 
 EVERY_TOOL = {
@@ -186,6 +186,22 @@ async def http_node(settings: Settings) -> AsyncIterator[Node]:
     finally:
         stop.set()
         await asyncio.wait_for(task, 30)
+
+
+@contextlib.asynccontextmanager
+async def http_gateway(settings: Settings, url: str | None = None) -> AsyncIterator[HttpGateway]:
+    """`eventloom gateway http` on a free loopback port, on the NATS at `url` (default: the settings'),
+    until the block ends."""
+    served: asyncio.Queue[HttpGateway] = asyncio.Queue()
+    stop = asyncio.Event()
+    task = asyncio.create_task(
+        serve_http(settings, url or settings.nats_url, "127.0.0.1", 0, stop, on_ready=served.put)
+    )
+    try:
+        yield await asyncio.wait_for(served.get(), 30)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 15)
 
 
 @contextlib.asynccontextmanager

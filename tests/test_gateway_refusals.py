@@ -5,7 +5,6 @@ without a token or a body."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections import Counter
@@ -22,8 +21,9 @@ from eventloom.settings import Settings
 from gateway.access.refusals import AUDIT_TYPE, Refusal, RefusalAudit, attempt_key
 from gateway.access.tokens import add_token
 from gateway.mcp.gate import FailedAttempts
-from gateway.mcp.http import HttpGateway, serve_http
+from gateway.mcp.http import HttpGateway
 from gateway.packs.workflow.webhooks import WEBHOOK_PATH
+from tests.mcp_support import http_gateway
 from tests.test_workflow_webhooks import fixture, sign, write_secret
 
 pytestmark = pytest.mark.anyio
@@ -55,22 +55,12 @@ async def door(settings: Settings) -> AsyncIterator[Door]:
         "admin": add_token(settings.tokens_file, "admin", "admin", ["*"]),
         "agent": add_token(settings.tokens_file, "agent", "agent", ["team-*"]),
     }
-    served: asyncio.Queue[HttpGateway] = asyncio.Queue()
-    stop = asyncio.Event()
-    task = asyncio.create_task(
-        serve_http(settings, settings.nats_url, "127.0.0.1", 0, stop, on_ready=served.put)
-    )
-    gateway = await asyncio.wait_for(served.get(), 30)
-    host, port = gateway.address
-    try:
-        async with (
-            await EventLog.open(settings) as log,
-            httpx2.AsyncClient(base_url=f"http://{host}:{port}", timeout=30) as http,
-        ):
-            yield Door(gateway, http, log, tokens)
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 15)
+    async with (
+        http_gateway(settings) as gateway,
+        await EventLog.open(settings) as log,
+        httpx2.AsyncClient(base_url=gateway.url.removesuffix("/mcp"), timeout=30) as http,
+    ):
+        yield Door(gateway, http, log, tokens)
 
 
 async def bad_try(door: Door, n: int) -> httpx2.Response:

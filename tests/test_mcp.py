@@ -4,7 +4,6 @@ rate limit and the audit trail."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import stat
@@ -24,13 +23,13 @@ from gateway.access.tokens import Principal, TokenBook, add_token, read_tokens
 from gateway.cli.demo_story import WORK
 from gateway.mcp.client import stdio_server, tool_caller
 from gateway.mcp.gate import FailedAttempts, RateLimiter
-from gateway.mcp.http import HttpGateway, serve_http
 from tests.conftest import run_cli
 from tests.mcp_support import (
     EVERY_TOOL,
     exercise_every_tool,
     exercise_limits,
     failure,
+    http_gateway,
     http_node,
     http_tools,
 )
@@ -228,14 +227,11 @@ def test_failed_attempts_age_out_and_count_per_source_and_per_token_digest() -> 
 async def test_http_rate_limits_each_token(settings: Settings) -> None:
     fast = add_token(settings.tokens_file, "fast", "agent", ["*"])
     other = add_token(settings.tokens_file, "other", "agent", ["*"])
-    served: asyncio.Queue[HttpGateway] = asyncio.Queue()
-    stop = asyncio.Event()
     async for node in start_node(replace(settings, producers="none")):
-        task = asyncio.create_task(
-            serve_http(replace(settings, gateway_rate=1), node.url, "127.0.0.1", 0, stop, on_ready=served.put)
-        )
-        gateway = await asyncio.wait_for(served.get(), 30)
-        async with httpx2.AsyncClient(timeout=10) as http:
+        async with (
+            http_gateway(replace(settings, gateway_rate=1), node.url) as gateway,
+            httpx2.AsyncClient(timeout=10) as http,
+        ):
 
             async def post(token: str, url: str = gateway.url) -> httpx2.Response:
                 headers = {"Authorization": f"Bearer {token}"}
@@ -249,8 +245,6 @@ async def test_http_rate_limits_each_token(settings: Settings) -> None:
             assert int(limited.headers["retry-after"]) >= 1
             assert limited.json()["error"]["code"] == "rate_limited"
             assert (await post(other)).status_code != 429  # each token has its own bucket
-        stop.set()
-        await asyncio.wait_for(task, 15)
 
 
 def test_principals_match_session_patterns() -> None:

@@ -23,6 +23,7 @@ from eventloom.bus.auth import role_credentials
 from eventloom.bus.connection import connect, credentials_of
 from eventloom.runtime import resolve_nats_url
 from eventloom.settings import Settings
+from gateway.buckets import ensure_node_buckets
 from gateway.node_process import NodeProcess
 from tests.conftest import REPO, NatsServer, run_cli
 
@@ -156,6 +157,13 @@ async def test_every_bus_role_may_send_and_watch_heartbeats_and_read_the_bucket(
     settings = replace(authenticated_nats[1], heartbeat_interval_s=0.1, peer_suspect_after_s=1.0)
     assert settings.nats_url is not None
     roles = ("gateway", "producer", "query", "projector")
+    admin = await connect(
+        settings.nats_url, persistent=False, credentials=role_credentials(settings.data_dir, "admin")
+    )
+    try:
+        await ensure_node_buckets(admin, replicas=1)  # the node creates them: no other role may
+    finally:
+        await admin.close()
     async with contextlib.AsyncExitStack() as stack:
         watchers = []
         for role in roles:

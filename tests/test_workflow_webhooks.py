@@ -3,7 +3,6 @@ sent over real HTTP to the gateway (`serve_http`, on a real NATS), then read bac
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import json
@@ -21,8 +20,8 @@ from eventloom.log import EventLog
 from eventloom.settings import Settings
 from gateway.access.refusals import AUDIT_TYPE
 from gateway.mcp.gate import MAX_BODY_BYTES, FailedAttempts
-from gateway.mcp.http import HttpGateway, serve_http
 from gateway.packs.workflow.webhooks import PRINCIPAL, SECRET_ENV, WEBHOOK_PATH, secret_file
+from tests.mcp_support import http_gateway
 
 pytestmark = pytest.mark.anyio
 SECRET = "It's a Secret to Everybody"
@@ -97,19 +96,12 @@ class Hook:
 @pytest.fixture
 async def hook(settings: Settings) -> AsyncIterator[Hook]:
     write_secret(settings)
-    served: asyncio.Queue[HttpGateway] = asyncio.Queue()
-    stop = asyncio.Event()
-    task = asyncio.create_task(
-        serve_http(settings, settings.nats_url, "127.0.0.1", 0, stop, on_ready=served.put)
-    )
-    gateway = await asyncio.wait_for(served.get(), 30)
-    host, port = gateway.address
-    try:
-        async with await EventLog.open(settings) as log, httpx2.AsyncClient(timeout=30) as http:
-            yield Hook(f"http://{host}:{port}", http, log)
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 15)
+    async with (
+        http_gateway(settings) as gateway,
+        await EventLog.open(settings) as log,
+        httpx2.AsyncClient(timeout=30) as http,
+    ):
+        yield Hook(gateway.url.removesuffix("/mcp"), http, log)
 
 
 STORY = [
