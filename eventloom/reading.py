@@ -18,8 +18,9 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Final
 
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 
-from eventloom.bus.consumer import read_stream
+from eventloom.bus.consumer import read_stream_batches
 from eventloom.bus.stream import StreamLayout
 from eventloom.chain import self_problem
 from eventloom.event import Event
@@ -27,6 +28,14 @@ from eventloom.keys import KeyStore
 from eventloom.tail import StoredEvent, event_by_seq, event_problem
 
 SEE_QUARANTINE: Final = "see eventloom quarantine list"
+CHECKED_TOGETHER: Final = 64
+"""Messages are checked this many at a time, in a worker thread when there are more than a few: an
+unverified signature costs ~100 us, so a 5,000-event page would otherwise hold the event loop (a
+gateway's, say) for half a second, and a caller that stops after a few events pays for one chunk, not
+for the whole fetch."""
+CHECKED_INLINE: Final = 8
+"""So few messages (a follow's trickle, a session's last ones) are checked on the loop: a thread costs more
+than they do."""
 
 
 def skipped_warnings(count: int) -> list[str]:
@@ -55,7 +64,7 @@ class EventReading:
     ) -> None:
         """`start_stream_seq`: where in the stream to start, when the caller knows (it skips a search)."""
         self.skipped = 0
-        self._messages = read_stream(
+        self._batches = read_stream_batches(
             client, layout.name, subjects, start_stream_seq=start_stream_seq, follow=follow
         )
         self._events = self._read(keys, from_seq)
@@ -77,18 +86,32 @@ class EventReading:
             # An event before the read's start goes to no caller: its signature is not worth checking.
             return None if event.seq < from_seq else self_problem(event, keyring)
 
+        def verdicts(messages: list[Msg]) -> list[tuple[str, Event | str]]:
+            return [
+                (session, event_problem(message.data, session, problem))
+                for message in messages
+                for session in (message.subject.rsplit(".", 1)[-1],)
+            ]
+
+        async def checked(messages: list[Msg]) -> list[tuple[str, Event | str]]:
+            return (
+                await asyncio.to_thread(verdicts, messages)
+                if len(messages) > CHECKED_INLINE
+                else verdicts(messages)
+            )
+
         read_up_to: dict[str, int] = {}
-        async with contextlib.aclosing(self._messages):  # a caller that stops early ends the consumer
-            async for message in self._messages:
-                session = message.subject.rsplit(".", 1)[-1]
-                verdict = event_problem(message.data, session, problem)
-                if isinstance(verdict, str):
-                    if read_up_to.get(session, 0) >= from_seq - 1:
-                        self.skipped += 1
-                    continue
-                read_up_to[session] = max(read_up_to.get(session, 0), verdict.seq)
-                if verdict.seq >= from_seq:
-                    yield verdict
+        async with contextlib.aclosing(self._batches):  # a caller that stops early ends the consumer
+            async for fetched in self._batches:
+                for start in range(0, len(fetched), CHECKED_TOGETHER):
+                    for session, verdict in await checked(fetched[start : start + CHECKED_TOGETHER]):
+                        if isinstance(verdict, str):
+                            if read_up_to.get(session, 0) >= from_seq - 1:
+                                self.skipped += 1
+                            continue
+                        read_up_to[session] = max(read_up_to.get(session, 0), verdict.seq)
+                        if verdict.seq >= from_seq:
+                            yield verdict
 
 
 async def verified_event(

@@ -205,6 +205,33 @@ async def read_stream(
 
     An ephemeral, ack-less consumer: cheap, leaves nothing behind, never disturbs durable consumers.
     """
+    batches = read_stream_batches(
+        client,
+        stream,
+        subjects,
+        start_stream_seq=start_stream_seq,
+        batch=batch,
+        follow=follow,
+        idle_timeout=idle_timeout,
+    )
+    async with contextlib.aclosing(batches):
+        async for messages in batches:
+            for message in messages:
+                yield message
+
+
+async def read_stream_batches(
+    client: Client,
+    stream: str,
+    subjects: Sequence[str],
+    *,
+    start_stream_seq: int = 1,
+    batch: int = 1000,
+    follow: bool = False,
+    idle_timeout: float = 0.5,
+) -> AsyncGenerator[list[Msg], None]:
+    """`read_stream`, a fetch (of up to `batch` messages) at a time: for a reader that checks each
+    message, so that it may check a whole fetch in a worker thread."""
     js = client.jetstream()
     config = ConsumerConfig(
         ack_policy=AckPolicy.NONE,
@@ -230,9 +257,9 @@ async def read_stream(
                 stalled_since = stalled_since or asyncio.get_running_loop().time()
                 continue
             stalled_since = None
-            for message in messages:
-                remaining = int(message.metadata.num_pending)
-                yield message
+            if messages:
+                remaining = int(messages[-1].metadata.num_pending)
+                yield messages
     finally:
         await inbox.close()
         with contextlib.suppress(nats.errors.Error, nats.js.errors.Error):
