@@ -101,9 +101,17 @@ async def tell_theirs(call: ToolCall, theirs: Theirs) -> None:
 
 
 async def tell_ours(call: ToolCall) -> None:
-    """Something of the token's own, so that its reads have rows to return."""
+    """Something of the token's own, so that its reads have rows to return, about the same entities as
+    theirs (entity resolution may link them across sessions)."""
     run = {"session": OURS, "run_id": "run-ours"}
     await call("memory_append", {"session": OURS, "type": "note.taken", "payload": {"text": "our own note"}})
+    entities = [
+        {"name": "price cache", "entity_type": "service", "summary": "our price cache, a local dict"},
+        {"name": "checkout api", "entity_type": "service", "summary": "our checkout"},
+    ]
+    relations = [{"source": "checkout api", "target": "price cache", "relation_type": "depends_on"}]
+    fact = {"entities": entities, "relations": relations}
+    await call("memory_append", {"session": OURS, "type": "memory.fact.asserted", "payload": fact})
     await call("workflow_run_start", {**run, "workflow_type": "fix-issue", "issue": "acme/rocket#7"})
     await call("workflow_message", {**run, "role": "user", "content": "our own message"})
 
@@ -198,6 +206,9 @@ async def own_rows_only(call: ToolCall, theirs: Theirs) -> None:
     smuggled = await failure(call, "workflow_sequence", {"run_id": theirs.run_id, "session": OURS})
     assert smuggled.code == "invalid_input" and smuggled.error["message"].startswith("session:")
     assert "run_id" in smuggled.error["message"]  # what the tool does take
+    asked = {"session": OURS, "text": "what does the checkout api depend on?"}
+    checkout = await call("memory_checkout", asked)
+    assert "our price cache, a local dict" in checkout["prompt"]  # ours, though theirs has the same entity
     theirs_only = await call("workflow_sequence", {"run_id": theirs.run_id})
     assert theirs_only["messages"] == []
     ours = await call("workflow_sequence", {"run_id": "run-ours"})
@@ -266,5 +277,7 @@ async def route_leaks(settings: Settings, url: str, token: str, theirs: Theirs) 
                     if response.status_code >= 400:
                         continue
                     if words := leaks(response.text):
-                        found.append(f"GET {path} {query} answered {words}")
+                        at = response.text.index(words[0])
+                        context = response.text[max(0, at - 300) : at + 200]
+                        found.append(f"GET {path} {query} answered {words}: ...{context}...")
     return found

@@ -4,7 +4,7 @@ structured error when it fails, and a `tool.call.completed` audit event in the l
 The session scope is enforced here, on the server, for every tool (reads included), twice: a call's
 `session` argument must match one of the caller's patterns (a call without one, a question across
 sessions, needs a caller who may touch every session, unless the tool's rows carry their citations), and
-the answer is cut to the rows of sessions the caller may touch (`scope.py`). Arguments are checked
+the answer is cut to the rows of sessions the caller may touch (`gateway.access.scope`). Arguments are checked
 strictly against each tool's input schema: an argument the tool does not take, or a value of the wrong
 type (`"1"` for an integer), is refused naming it, never dropped or coerced.
 
@@ -145,7 +145,7 @@ class EventloomMCP(MCPServer):
         if session is not None and not isinstance(session, str):
             raise ToolFailure("invalid_input", "session: expected a string")
         if session is None and name in self.rows_scoped:
-            return  # the answer is cut to the rows the caller may see (scope.py)
+            return  # the answer is cut to the rows the caller may see (gateway.access.scope)
         if not principal.may_touch(session):
             if session is None:
                 raise ToolFailure(

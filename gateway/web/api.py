@@ -20,6 +20,7 @@ from eventloom.event import SESSION_PATTERN
 from eventloom.reading import SEE_QUARANTINE
 from gateway.access.backend import Backend
 from gateway.access.refusals import Refusal, tell_gate
+from gateway.access.scope import OutOfScopeError, cut_to_scope
 from gateway.access.tokens import Principal, TokenBook
 from gateway.web.auth import SECURITY_HEADERS, principal_of
 from gateway.web.log_reads import one_event, peers, sessions, timeline
@@ -66,6 +67,10 @@ def endpoint(book: TokenBook, wait_s: Limit, handler: Handler) -> Callable[[Requ
             return error(429, "rate_limited", f"rate: token {principal.name!r} is calling too fast", retry)
         try:
             result = await handler(request, principal)
+            if not principal.unrestricted:  # the second gate: the rows the answer carries
+                result = cut_to_scope(msgspec.to_builtins(result), principal.may_touch)
+        except OutOfScopeError as exc:
+            return error(403, "forbidden", str(exc))
         except ApiError as exc:
             tell_gate(request.scope, Refusal(reason=exc.code, principal=principal.name))
             return error(exc.status, exc.code, str(exc))

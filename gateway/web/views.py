@@ -3,8 +3,9 @@
 Each installed entry point of `readmodels.view.GRAPH_VIEWS_GROUP` names a projector (its name) and the
 question its `Answers` takes a `ViewRequest` on (its value). Every model is asked at once; a pack that
 does not answer in time, or at all, is left out and named in `warnings`. The merged answer keeps only what
-the caller may see: nodes of sessions its token may touch, a node of no session only when an edge from one
-of those reaches it, and edges whose two ends are kept.
+the caller may see: nodes of sessions its token may touch (every session whose data a node carries: its
+citations, its sources), a node of no session only when an edge from one of those reaches it, and edges
+whose two ends are kept.
 
 A pack that also projects into the core graph (the claims pack makes its observations, claims and the
 entities they name core entities, so memory search finds them) would draw them twice. So a core node
@@ -27,6 +28,7 @@ from typing import Final
 import msgspec
 from nats.aio.client import Client
 
+from gateway.access.scope import sessions_of
 from gateway.access.tokens import Principal
 from readmodels.query.answers import ask
 from readmodels.query.client import MemoryQueryFailed
@@ -131,12 +133,19 @@ def unified(core: ViewGraph, packs: list[ViewGraph]) -> tuple[dict[str, ViewNode
 def visible(graphs: list[ViewGraph], principal: Principal, warnings: list[str]) -> WebGraph:
     """`graphs` (the core's first) merged, with only what `principal` may see."""
     nodes, edges = unified(graphs[0], graphs[1:])
-    allowed = {id for id, node in nodes.items() if node.session and principal.may_touch(node.session)}
+
+    def may_see(node: ViewNode) -> bool:
+        """Every session the node carries data of (its citations, its sources), not only its own."""
+        return principal.unrestricted or all(
+            principal.may_touch(session) for session in sessions_of(msgspec.to_builtins(node))
+        )
+
+    allowed = {id for id, node in nodes.items() if node.session and may_see(node)}
     if principal.unrestricted:
         allowed |= nodes.keys()
     for edge in edges:  # a node of no session (a named thing) shows when a visible node links to it
         for near, far in ((edge.source, edge.target), (edge.target, edge.source)):
-            if near in allowed and far in nodes and nodes[far].session is None:
+            if near in allowed and far in nodes and nodes[far].session is None and may_see(nodes[far]):
                 allowed.add(far)
     kept_edges, seen = [], set()
     for edge in edges:

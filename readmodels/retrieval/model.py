@@ -45,6 +45,8 @@ class Query(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
 
     text: str
     session: str | None = None
+    """Only this session's memory: a hit citing an event of another session (a consolidation proposal
+    made from two sessions, an entity merged by `same_as` with another session's) is left out."""
     as_of: str | None = None
     limit: int = DEFAULT_LIMIT
     profile: str = DEFAULT_PROFILE

@@ -58,7 +58,7 @@ from readmodels.retrieval.protocol import (
     VectorSearch,
 )
 from readmodels.retrieval.resolve import Resolved, resolve_entities
-from readmodels.retrieval.same_as import classes_of, merge_same_as
+from readmodels.retrieval.same_as import classes_of, merge_same_as, within_session
 from readmodels.retrieval.traversal import MAX_SEEDS, TraversalLane
 from readmodels.retrieval.work import TASK_TYPE, work_intent, work_state
 
@@ -177,6 +177,8 @@ class Retriever:
         builder = HitBuilder(gathered.order.chosen, gathered.lanes, gathered.resolved, gathered.links, spans)
         hits = [hit for hit in map(builder.build, fused) if hit is not None]
         hits = await self._same_as(gathered, hits, warnings)
+        if (session := gathered.query.session) is not None:
+            hits = [hit for hit in hits if all(c.session == session for c in hit.citations)]
         reached = [v for v in map(_version_of(gathered), (hit.key for hit in hits)) if v is not None]
         return QueryResult(
             query=gathered.query,
@@ -320,6 +322,8 @@ class Retriever:
         as_of = _canonical_as_of(gathered.query.as_of)
         work = classes_of(graph, list(versions.values()), as_of)
         classes = await self._guarded(work, "same_as links not followed", warnings, {})
+        if (session := gathered.query.session) is not None:
+            classes = {uid: part for uid, eq in classes.items() if (part := within_session(eq, session))}
         return merge_same_as(hits, {key: v.uid for key, v in versions.items()}, classes)
 
     async def _traverse(

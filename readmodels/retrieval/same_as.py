@@ -31,6 +31,13 @@ async def classes_of(
     return await graph.read(same_as_classes([v.uid for v in versions], as_of))
 
 
+def within_session(found: Equivalence, session: str) -> Equivalence | None:
+    """What of a class a question about one session may answer from: its members and links there."""
+    members = [m for m in found.members if m.session == session]
+    links = [link for link in found.links if link.session == session]
+    return Equivalence(members=members, links=links) if members else None
+
+
 def _summary(hit: Hit, found: Equivalence) -> str:
     parts = [hit.summary] if hit.summary else []
     parts += [f"same as {m.name}: {m.summary}" if m.summary else f"same as {m.name}" for m in found.members]

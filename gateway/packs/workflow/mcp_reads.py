@@ -2,7 +2,7 @@
 
 Every row of an answer carries `citation`, the `eventloom://` URI of the event that wrote it. The
 questions span sessions (runs of a type, runs of an issue...) and take no `session`: a token limited to
-some sessions gets the rows of those sessions only (gateway/mcp/scope.py cuts the rest), so a limit counts
+some sessions gets the rows of those sessions only (gateway.access.scope cuts the rest), so a limit counts
 rows before that cut.
 """
 

@@ -23,10 +23,10 @@ from pydantic import Field
 
 from eventloom.event import Event, utc_timestamp
 from gateway.access.backend import Backend
+from gateway.access.scope import sessions_cited
 from gateway.mcp.arguments import Session
 from gateway.mcp.caller import current_caller
 from gateway.mcp.failures import ToolFailure
-from gateway.mcp.scope import sessions_cited
 from gateway.packs.workflow import events as ev
 from gateway.packs.workflow.mcp_reads import reads_of, register_history_tools, register_read_tools
 from gateway.packs.workflow.reads import PlanQuestion, SequenceQuestion
