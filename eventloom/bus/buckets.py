@@ -19,7 +19,7 @@ _STREAM_NOT_FOUND = 10059
 _STREAM_NAME_IN_USE = 10058  # created meanwhile by another process
 _NEEDS_ADMIN = (
     "{}: no answer; only the bus's admin may create or change a bucket (start the node first: it creates "
-    "every bucket, or connect as admin)"
+    "every bucket, or connect as admin); as admin, the server was too busy or without a leader: retry"
 )
 
 
@@ -83,7 +83,7 @@ async def _existing_config(client: Client, name: str) -> dict[str, Any] | None:
 async def _update(client: Client, name: str, config: dict[str, Any]) -> dict[str, Any]:
     try:
         return await jetstream_api(client, f"STREAM.UPDATE.KV_{name}", config)
-    except nats.errors.TimeoutError:  # the server drops a refused request unanswered
+    except nats.errors.TimeoutError:  # the server drops a refused request unanswered (or was too slow)
         scaling = f"scaling bucket {name} to {config['num_replicas']} replicas"
         raise EventloomError(_NEEDS_ADMIN.format(scaling)) from None
 
