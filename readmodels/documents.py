@@ -64,3 +64,17 @@ class EventDocs(msgspec.Struct, frozen=True, kw_only=True):
     seq: int
     event_hash: str
     docs: tuple[MemoryDoc, ...] = ()
+
+
+class ScoreSpread(msgspec.Struct, frozen=True, kw_only=True):
+    """How one search's scores spread over every document it could have returned (the documents passing
+    its filters, matched or not): what turns a raw score into "how unusual is this document for this
+    question" (a z-score), comparable across lanes, questions and corpora."""
+
+    documents: int
+    mean: float
+    std: float
+
+    def z(self, score: float) -> float:
+        return (score - self.mean) / self.std if self.std > 0 else 0.0
+

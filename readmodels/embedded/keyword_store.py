@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from eventloom.event import citation
-from readmodels.documents import DocKind, EventDocs, MemoryDoc
+from readmodels.documents import DocKind, EventDocs, MemoryDoc, ScoreSpread
 from readmodels.embedded.sqlite_db import (
     CHECKPOINTS_TABLE,
     SqliteDb,
@@ -61,6 +61,12 @@ _SELECT_HITS: Final = (
     f"-bm25(docs_fts, {TITLE_WEIGHT}, 1.0) AS score FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid WHERE "
 )
 _ORDER_HITS: Final = "ORDER BY score DESC, d.session, d.seq, d.id LIMIT ?"
+_SUM_SCORES: Final = (  # materialized: FTS5 computes bm25() only where the match is its own query
+    f"WITH matched AS MATERIALIZED (SELECT -bm25(docs_fts, {TITLE_WEIGHT}, 1.0) AS score FROM docs_fts "
+    "CROSS JOIN docs d ON d.id = docs_fts.rowid WHERE {}) "  # the match first, then its documents
+    "SELECT count(*), coalesce(sum(score), 0), coalesce(sum(score * score), 0) FROM matched"
+)
+_COUNT_DOCS: Final = "SELECT count(*) FROM docs d WHERE "
 
 
 def query_words(text: str) -> list[str]:
@@ -129,6 +135,35 @@ class SqliteKeywordStore:
         rows = await self._db.read(lambda db: self._search(db, words, session, statement, params))
         return [_hit(row) for row in rows]
 
+    async def spread(
+        self,
+        text: str,
+        *,
+        session: str | None = None,
+        as_of: str | None = None,
+        kinds: Sequence[DocKind] | None = None,
+    ) -> ScoreSpread | None:
+        """How BM25 scores spread over every document passing the filters (unmatched ones score 0)."""
+        conditions, params = _filters(session, as_of, kinds)
+        words = query_words(text)
+        return await self._db.read(lambda db: self._spread(db, words, conditions, params))
+
+    def _spread(
+        self, db: sqlite3.Connection, words: list[str], conditions: list[str], params: list[Any]
+    ) -> ScoreSpread | None:
+        where = " AND ".join(conditions) or "1"
+        documents = int(db.execute(_COUNT_DOCS + where, params).fetchone()[0])
+        if not documents:
+            return None
+        total = squares = 0.0
+        expression = match_expression("", self._common.searchable(db, words)) if words else None
+        if expression is not None:
+            matched = " AND ".join(["docs_fts MATCH ?", *conditions])
+            _, total, squares = db.execute(_SUM_SCORES.format(matched), [expression, *params]).fetchone()
+        mean = float(total) / documents
+        variance = max(0.0, float(squares) / documents - mean * mean)
+        return ScoreSpread(documents=documents, mean=mean, std=variance**0.5)
+
     def _search(
         self,
         db: sqlite3.Connection,
@@ -139,6 +174,24 @@ class SqliteKeywordStore:
     ) -> list[tuple[Any, ...]]:
         params[0] = match_expression("", self._common.searchable(db, words))
         return db.execute(statement, params).fetchall()
+
+
+def _filters(
+    session: str | None, as_of: str | None, kinds: Sequence[DocKind] | None
+) -> tuple[list[str], list[Any]]:
+    """The conditions on `d` (constant text with `?` placeholders) and their parameters."""
+    conditions: list[str] = []
+    params: list[Any] = []
+    if session is not None:
+        conditions.append("d.session = ?")
+        params.append(session)
+    if as_of is not None:
+        conditions.append("d.ts <= ?")
+        params.append(as_of)
+    if kinds:
+        conditions.append(f"d.kind IN ({marks(len(kinds))})")
+        params.extend(kinds)
+    return conditions, params
 
 
 def _any_of_kinds(db: sqlite3.Connection, kinds: Sequence[DocKind]) -> bool:

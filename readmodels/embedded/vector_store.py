@@ -23,7 +23,7 @@ import msgspec
 import numpy as np
 
 from eventloom.event import citation
-from readmodels.documents import DocKind, EventDocs, MemoryDoc
+from readmodels.documents import DocKind, EventDocs, MemoryDoc, ScoreSpread
 from readmodels.embedded.sqlite_db import (
     CHECKPOINTS_TABLE,
     SqliteDb,
@@ -186,6 +186,25 @@ class SqliteVectorStore:
         by_id = dict(found.fetchall())
         joined = b"".join(by_id[row_id] for row_id in wanted)
         return np.frombuffer(joined, dtype=np.float32).reshape(len(wanted), self.embedder.dimensions)
+
+    async def spread(
+        self,
+        text: str,
+        *,
+        session: str | None = None,
+        as_of: str | None = None,
+        kinds: Sequence[DocKind] | None = None,
+    ) -> ScoreSpread | None:
+        """How the cosines spread over every document passing the filters (measured on a sample)."""
+        if not len(self._index):
+            return None
+        query = await self._embedded(text)
+        if not query.any():
+            return None
+        async with self._in_memory:
+            allowed = self._filters.mask(session, as_of, kinds)
+            documents, mean, std = await asyncio.to_thread(self._index.spread, query, allowed)
+        return ScoreSpread(documents=documents, mean=mean, std=std) if documents else None
 
     async def scores(self, text: str, docs: Sequence[MemoryDoc]) -> list[float | None]:
         """The cosine of each document's vector with the question's (None: no vector of it here)."""

@@ -31,9 +31,12 @@ from typing import Final
 
 import msgspec
 
+from readmodels.documents import ScoreSpread
 from readmodels.retrieval.fusion import RRF_K, Contribution, FusedHit, LaneHit, Profile
 
 FEATURES: Final = (
+    "keyword_gated",
+    "vector_gated",
     "keyword",
     "keyword_rr",
     "keyword_rrf",
@@ -52,6 +55,8 @@ FEATURES: Final = (
     "recency",
 )
 LANE_OF_FEATURE: Final = {
+    "keyword_gated": "keyword",
+    "vector_gated": "vector",
     "keyword": "keyword",
     "keyword_rr": "keyword",
     "keyword_rrf": "keyword",
@@ -102,10 +107,57 @@ def collect(lanes: Mapping[str, Sequence[LaneHit]], times: Mapping[str, str]) ->
     }
 
 
+GATED_LANES: Final = ("keyword", "vector")
+GATE_TOP: Final = 5
+GATE_POWER: Final = 2.0
+
+
+def gated(
+    candidates: Mapping[str, Candidate],
+    lanes: Mapping[str, Sequence[LaneHit]],
+    spreads: Mapping[str, ScoreSpread | None],
+    pool: int,
+) -> dict[str, dict[str, float]]:
+    """Each candidate's `<lane>_gated` features: the lanes' z-scores, each lane weighed by how far its own
+    best stand out for this question (see the module's documentation). A lane with no spread of its own
+    (a store that cannot say) is measured on what it returned."""
+    z: dict[str, dict[str, float]] = {}
+    gates: dict[str, float] = {}
+    for lane in GATED_LANES:
+        hits = lanes.get(lane) or []
+        returned = [hit.score for hit in hits if not hit.completed]
+        if not returned:
+            continue
+        spread = spreads.get(lane) or _spread_of(returned)
+        # not returned and not scored on request: at most the lane's last score, or none when it returned
+        # fewer than it was asked for (it had nothing more)
+        missing = min(returned) if len(returned) >= pool else 0.0
+        z[lane] = {key: spread.z(c.lanes[lane][0] if lane in c.lanes else missing) for key, c in candidates.items()}
+        best = sorted((spread.z(score) for score in returned), reverse=True)[:GATE_TOP]
+        gates[lane] = max(0.0, sum(best) / len(best)) ** GATE_POWER
+    total = sum(gates.values())
+    if total <= 0:
+        return {key: {} for key in candidates}
+    return {
+        key: {f"{lane}_gated": gates[lane] / total * z[lane][key] for lane in z} for key in candidates
+    }
+
+
+def _spread_of(scores: Sequence[float]) -> ScoreSpread:
+    mean = sum(scores) / len(scores)
+    std = (sum((s - mean) ** 2 for s in scores) / len(scores)) ** 0.5
+    return ScoreSpread(documents=len(scores), mean=mean, std=std)
+
+
 def features(
-    candidates: Mapping[str, Candidate], lanes: Mapping[str, Sequence[LaneHit]], intent: int
+    candidates: Mapping[str, Candidate],
+    lanes: Mapping[str, Sequence[LaneHit]],
+    intent: int,
+    spreads: Mapping[str, ScoreSpread | None] | None = None,
+    pool: int = 0,
 ) -> dict[str, dict[str, float]]:
     """The feature values of every candidate (see the module's documentation)."""
+    gated_values = gated(candidates, lanes, spreads or {}, pool)
     returned = {lane: [h.score for h in hits if not h.completed] for lane, hits in lanes.items()}
     best = {lane: max(scores, default=0.0) for lane, scores in returned.items()}
     floor = {lane: min(scores, default=0.0) for lane, scores in returned.items()}
@@ -132,6 +184,7 @@ def features(
         f["entity"] = float(key.startswith("entity:"))
         f["source"] = float(key.startswith("source:"))
         f["recency"] = intent * (position[candidate.ts] - 0.5) * 2 if candidate.ts and intent else 0.0
+        f.update(gated_values[key])
         values[key] = f
     return values
 
@@ -144,11 +197,13 @@ def fuse_calibrated(
     times: Mapping[str, str] | None = None,
     intent: int = 0,
     limit: int | None = None,
+    spreads: Mapping[str, ScoreSpread | None] | None = None,
+    pool: int = 0,
 ) -> list[FusedHit]:
     """One ranking by the calibrated probability; a single lane keeps its own order (a diagnosis)."""
     used = {lane: hits for lane, hits in lanes.items() if chosen.weights.get(lane, 0.0) > 0}
     candidates = collect(used, times or {})
-    values = features(candidates, used, intent)
+    values = features(candidates, used, intent, spreads, pool)
     fused: list[FusedHit] = []
     for key, candidate in candidates.items():
         parts: dict[str, float] = {}

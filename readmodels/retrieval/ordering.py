@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
+from readmodels.documents import ScoreSpread
 from readmodels.retrieval.calibrated import collect, features, fuse_calibrated
 from readmodels.retrieval.calibration import calibration_for
 from readmodels.retrieval.fusion import FusedHit, LaneHit, Profile, fuse
@@ -25,8 +26,12 @@ class Ordering:
         text: str,
         lanes: Mapping[str, Sequence[Candidate]],
         resolved: Mapping[str, Resolved],
+        spreads: Mapping[str, ScoreSpread | None] | None = None,
+        pool: int = 0,
     ) -> None:
         self.chosen = chosen
+        self.spreads = dict(spreads or {})
+        self.pool = pool
         fitted = calibration_for(vector_tag)
         recency = fitted.coefficients.get("recency", 0.0) + chosen.recency
         self.calibration = msgspec.structs.replace(
@@ -44,13 +49,20 @@ class Ordering:
         """The calibrated fusion's features of every candidate (what `bench/fit_fusion.py` fits on)."""
         weights = self.chosen.weights
         hits = {lane: found for lane, found in lane_hits(lanes).items() if weights.get(lane, 0) > 0}
-        return features(collect(hits, self.times), hits, self.intent)
+        return features(collect(hits, self.times), hits, self.intent, self.spreads, self.pool)
 
     def fuse(self, lanes: Mapping[str, Sequence[LaneHit]], limit: int | None = None) -> list[FusedHit]:
         if self.chosen.fusion != "calibrated":
             return fuse(lanes, self.chosen, limit)
         return fuse_calibrated(
-            lanes, self.chosen, self.calibration, times=self.times, intent=self.intent, limit=limit
+            lanes,
+            self.chosen,
+            self.calibration,
+            times=self.times,
+            intent=self.intent,
+            limit=limit,
+            spreads=self.spreads,
+            pool=self.pool,
         )
 
 

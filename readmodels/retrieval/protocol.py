@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, TypeVar, runtime_checkable
 
-from readmodels.documents import DocKind, MemoryDoc
+from readmodels.documents import DocKind, MemoryDoc, ScoreSpread
 from readmodels.graph.cypher.io import Reading
 from readmodels.retrieval.model import Query, QueryResult
 
@@ -44,6 +44,25 @@ class DocumentScores(Protocol):
     async def scores(self, text: str, docs: Sequence[MemoryDoc]) -> list[float | None]:
         """This lane's score of each document for `text`, in order; None where it has none (no word in
         common, no vector)."""
+        ...
+
+
+@runtime_checkable
+class DocumentSpread(Protocol):
+    """A document search that can also say how its scores spread over every document in scope (what the
+    gated fusion reads to weigh this lane for a question). Optional: without it, the spread is estimated
+    from the lane's own candidates."""
+
+    async def spread(
+        self,
+        text: str,
+        *,
+        session: str | None = None,
+        as_of: str | None = None,
+        kinds: Sequence[DocKind] | None = None,
+    ) -> ScoreSpread | None:
+        """The count, mean and standard deviation of this search's score over every document passing the
+        filters (an unmatched document scores 0); None when nothing is in scope."""
         ...
 
 

@@ -23,7 +23,7 @@ from typing import Final, TypeVar
 
 import msgspec
 
-from readmodels.documents import MemoryDoc
+from readmodels.documents import MemoryDoc, ScoreSpread
 from readmodels.graph.lookup import Span, cited_spans
 from readmodels.graph.model import InvalidGraphWrite, canonical_ts
 from readmodels.graph.records import EntityVersion
@@ -52,6 +52,7 @@ from readmodels.retrieval.model import (
 from readmodels.retrieval.ordering import Ordering, lane_hits
 from readmodels.retrieval.protocol import (
     DocumentScores,
+    DocumentSpread,
     DocumentSearch,
     GraphReads,
     TrustLookup,
@@ -123,6 +124,7 @@ class Retriever:
         pool = max(MIN_POOL, 3 * query.limit)
         # traversal alone still needs somewhere to start: the entities the question names
         first: list[str] = [lane for lane in wanted if lane != "traversal"] or ["exact"]
+        spreading = asyncio.ensure_future(self._spreads(models, query, as_of, wanted, chosen.fusion))
         outcomes: dict[str, LaneOutcome] = dict(
             zip(
                 first,
@@ -132,6 +134,7 @@ class Retriever:
                 strict=True,
             )
         )
+        spreads = await spreading
         warnings: list[str] = []
         resolved, excluded = await self._resolve(models, outcomes, as_of, warnings)
         gone = await self._no_longer_holding(models, outcomes, excluded, as_of, warnings)
@@ -141,7 +144,8 @@ class Retriever:
         }
         if chosen.fusion == "calibrated":
             warnings += await self._complete(models, query.text, lanes)
-        order = Ordering(chosen, models.vector.tag if models.vector else None, query.text, lanes, resolved)
+        tag = models.vector.tag if models.vector else None
+        order = Ordering(chosen, tag, query.text, lanes, resolved, spreads, pool)
         links: dict[str, InferredLink] = {}
         if "traversal" in wanted:
             seeds = _seeds(order.fuse(lane_hits(lanes)), resolved)
@@ -206,6 +210,26 @@ class Retriever:
                 return "no keyword read model"
             return DocumentLane(lane, models.keyword, VERBATIM_KINDS).search
         return f"unknown lane {lane!r}"
+
+    async def _spreads(
+        self, models: ReadModels, query: Query, as_of: str | None, wanted: Sequence[str], fusion: str
+    ) -> dict[str, ScoreSpread | None]:
+        """How the keyword and vector lanes' scores spread over the documents in scope, from the stores
+        that can say (`DocumentSpread`), for the calibrated fusion; a store that fails is estimated."""
+        stores = {"keyword": models.keyword, "vector": models.vector}
+        asked = {
+            lane: store
+            for lane, store in stores.items()
+            if fusion == "calibrated" and lane in wanted and isinstance(store, DocumentSpread)
+        }
+        found = await asyncio.gather(
+            *(
+                asyncio.wait_for(store.spread(query.text, session=query.session, as_of=as_of), self.lane_timeout_s)
+                for store in asked.values()
+            ),
+            return_exceptions=True,
+        )
+        return {lane: s for lane, s in zip(asked, found, strict=True) if isinstance(s, ScoreSpread)}
 
     async def _run(self, searcher: Searcher | str, query: Query, as_of: str | None, pool: int) -> LaneOutcome:
         if isinstance(searcher, str):

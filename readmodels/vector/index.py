@@ -32,6 +32,8 @@ CONNECTIVITY: Final = 16
 EXPANSION_ADD: Final = 128
 EXPANSION_SEARCH: Final = 256
 CHUNK_ROWS: Final = 16_384
+SPREAD_SAMPLE: Final = 8_192
+"""The rows a spread is measured on at most (evenly spaced): a mean and a deviation need no more."""
 """Rows per chunk of 8-bit vectors (4 MiB at 256 dimensions): chunks are only ever added, so the addresses
 the graph holds stay valid."""
 LEVELS: Final = 127
@@ -102,6 +104,15 @@ class VectorIndex:
         if len(rows) < limit:  # the filter pruned nearly every candidate: scan what it allows
             return self._scanned(query, wanted, allowed)
         return rows[:wanted]
+
+    def spread(self, query: Vectors, allowed: Mask | None = None) -> tuple[int, float, float]:
+        """(rows among `allowed`, mean, standard deviation) of their approximate scores for `query`."""
+        rows = np.arange(len(self)) if allowed is None else np.flatnonzero(allowed[: len(self)])
+        if not len(rows):
+            return 0, 0.0, 0.0
+        sample = rows[:: max(1, len(rows) // SPREAD_SAMPLE)]
+        scores = self._scores_of(query, sample).astype(np.float64)
+        return len(rows), float(scores.mean()), float(scores.std())
 
     def _scanned(self, query: Vectors, wanted: int, allowed: Mask | None) -> Rows:
         if allowed is None:
