@@ -33,19 +33,17 @@ from common import console, progress_bar
 from retrieval import DEFAULT_DATASETS, LIMIT, DatasetMemory, dataset_memory, ranked_turns
 from retrieval_metrics import recall_at_k
 
-from readmodels.retrieval.calibrated import FEATURES, Calibration
+from readmodels.retrieval.calibrated import Calibration
 from readmodels.retrieval.calibration import GENERIC
 from readmodels.retrieval.fusion import DEFAULT_PROFILE
 from readmodels.retrieval.model import MAX_QUERY_CHARS, Query
 
-FIXED: Final = ("exact", "traversal", "verbatim", "verbatim_rr", "verbatim_rrf", "entity", "source")
-"""Features conversational data has no examples of: they keep `GENERIC`'s values."""
-FITTED: Final = tuple(name for name in FEATURES if name not in FIXED)
+GATED: Final = ("keyword_gated", "vector_gated")
+"""The gated fusion's features: one coefficient for both (the gates already weigh the lanes)."""
+FIXED: Final = tuple(name for name in GENERIC.coefficients if name not in GATED)
+"""Features conversational data has few or no examples of (named entities, traversal, source chunks,
+recency): they keep `GENERIC`'s values."""
 L2: Final = 1.0
-ASCENT_PASSES: Final = 4
-ASCENT_STEPS: Final = (-1.0, -0.5, -0.25, 0.25, 0.5, 1.0)
-RRF_START: Final = ("keyword_rrf", "vector_rrf")
-"""The second starting point: plain reciprocal rank fusion of BM25 and the vectors, robust everywhere."""
 Matrix = npt.NDArray[np.float64]
 
 
@@ -100,42 +98,29 @@ async def candidates(memory: DatasetMemory) -> list[Question]:
     return found
 
 
-def design(questions: Sequence[Question]) -> tuple[Matrix, Matrix]:
-    rows = [[f.get(name, 0.0) for name in FITTED] for q in questions for f in q.features]
-    labels = [float(bool(turns & q.evidence)) for q in questions for turns in q.turns]
-    return np.asarray(rows, dtype=np.float64).reshape(-1, len(FITTED)), np.asarray(labels, dtype=np.float64)
-
-
 def fit(questions: Sequence[Question]) -> tuple[float, dict[str, float]]:
-    """(bias, coefficients): a logistic regression, then coordinate ascent on the ranking itself.
-
-    1. A logistic regression (L2, Newton's method) over every candidate: a sound starting point, but it
-       scores candidates one by one, while what matters is the order within each question.
-    2. Coordinate ascent (Metzler and Croft, 2007), from the better of that and plain reciprocal rank
-       fusion of the keyword and vector lanes, moves one coefficient at a time, by steps of a grid, to
-       maximize the mean over datasets (each counts the same, whatever its size) of Recall@5 plus a
-       quarter of Recall@1.
-    3. The ordering's scale and bias are refitted by a one-variable logistic regression, so the score
-       is again a calibrated probability (what abstention reads).
-    """
+    """(bias, coefficients): one logistic regression (L2, Newton's method) of "cites an evidence turn"
+    on the gated sum of the lanes, with the fixed features as an offset. The ordering of document hits
+    has no fitted weight: the fit only scales it into a probability, which abstention reads."""
     scored = [q for q in questions if not q.abstention and q.features]
-    _, regression = _logistic(*design(scored))
-    fusion = np.asarray([1.0 if name in RRF_START else 0.0 for name in FITTED])
-    weights = _ascend(scored, [regression, fusion])
-    x, y = design(scored)
-    bias, scale = _logistic((x @ weights)[:, None], y)
-    fitted = weights * float(scale[0])
-    return float(bias), {name: round(float(v), 4) for name, v in zip(FITTED, fitted, strict=True)}
+    rows = [f for q in scored for f in q.features]
+    x = np.asarray([[sum(f.get(name, 0.0) for name in GATED)] for f in rows], dtype=np.float64).reshape(-1, 1)
+    offset = np.asarray([sum(GENERIC.coefficients[n] * f.get(n, 0.0) for n in FIXED) for f in rows])
+    y = np.asarray([float(bool(t & q.evidence)) for q in scored for t in q.turns], dtype=np.float64)
+    bias, weights = _logistic(x, y, offset)
+    scale = round(float(weights[0]), 4)
+    return float(bias), dict.fromkeys(GATED, scale)
 
 
-def _logistic(x: Matrix, y: Matrix) -> tuple[float, Matrix]:
+def _logistic(x: Matrix, y: Matrix, offset: Matrix | None = None) -> tuple[float, Matrix]:
     """(bias, weights) of an L2-regularized logistic regression, by Newton's method."""
     x = np.hstack([np.ones((len(x), 1)), x])
+    fixed = np.zeros(len(x)) if offset is None else offset
     w = np.zeros(x.shape[1])
     penalty = np.eye(x.shape[1]) * L2
     penalty[0, 0] = 0.0  # the bias is not shrunk
     for _ in range(50):
-        p = 1.0 / (1.0 + np.exp(-(x @ w)))
+        p = 1.0 / (1.0 + np.exp(-(x @ w + fixed)))
         gradient = x.T @ (p - y) + penalty @ w
         hessian = (x * (p * (1 - p))[:, None]).T @ x + penalty
         step = np.linalg.solve(hessian, gradient)
@@ -143,34 +128,6 @@ def _logistic(x: Matrix, y: Matrix) -> tuple[float, Matrix]:
         if np.abs(step).max() < 1e-8:
             break
     return float(w[0]), w[1:]
-
-
-def _ascend(questions: Sequence[Question], starts: Sequence[Matrix]) -> Matrix:
-    matrices = [np.asarray([[f.get(name, 0.0) for name in FITTED] for f in q.features]) for q in questions]
-    datasets = sorted({q.dataset for q in questions})
-
-    def objective(w: Matrix) -> float:
-        per: dict[str, list[tuple[float, float]]] = {name: [] for name in datasets}
-        for q, m in zip(questions, matrices, strict=True):
-            order = np.argsort(-(m @ w), kind="stable")[:LIMIT]
-            ranked = _turns_in_order(q, [int(i) for i in order])
-            per[q.dataset].append((recall_at_k(ranked, q.evidence, 5), recall_at_k(ranked, q.evidence, 1)))
-        means = [float(np.mean([r5 + 0.25 * r1 for r5, r1 in scores])) for scores in per.values()]
-        return sum(means) / len(means)
-
-    best, w = max(((objective(start), start.copy()) for start in starts), key=lambda pair: pair[0])
-    for _ in range(ASCENT_PASSES):
-        improved = False
-        for j in range(len(w)):
-            for factor in ASCENT_STEPS:
-                trial = w.copy()
-                trial[j] += factor * max(abs(w[j]), 0.5)
-                value = objective(trial)
-                if value > best + 1e-9:
-                    w, best, improved = trial, value, True
-        if not improved:
-            break
-    return w
 
 
 def _turns_in_order(question: Question, order: Sequence[int]) -> tuple[frozenset[str], ...]:
@@ -181,7 +138,7 @@ def _turns_in_order(question: Question, order: Sequence[int]) -> tuple[frozenset
 
 
 def calibration(vector_space: str, bias: float, fitted: dict[str, float], data: str) -> Calibration:
-    coefficients = {name: GENERIC.coefficients.get(name, 0.0) for name in FIXED} | fitted
+    coefficients = {name: GENERIC.coefficients[name] for name in FIXED} | fitted
     return Calibration(
         vector_space=vector_space, bias=round(bias, 4), coefficients=coefficients, fitted_on=data
     )
@@ -245,7 +202,6 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             "bm25_recall@5": recall5(own, None),
             "fitted_recall@5": recall5(own, model),
             "generic_recall@5": recall5(own, msgspec.structs.replace(GENERIC, vector_space=vector_space)),
-            "rrf_recall@5": recall5(own, calibration(vector_space, 0.0, dict.fromkeys(RRF_START, 1.0), "")),
             "held_out_recall@5": recall5(own, held_out) if held_out else None,
         }
         console.print(f"{name}: {per_dataset[name]}")

@@ -77,4 +77,3 @@ class ScoreSpread(msgspec.Struct, frozen=True, kw_only=True):
 
     def z(self, score: float) -> float:
         return (score - self.mean) / self.std if self.std > 0 else 0.0
-

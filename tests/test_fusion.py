@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from readmodels.retrieval.calibrated import Calibration, fuse_calibrated
+from readmodels.documents import ScoreSpread
+from readmodels.retrieval.calibrated import Calibration, collect, features, fuse_calibrated
 from readmodels.retrieval.fusion import PROFILES, RRF_K, LaneHit, Profile, fuse, profile
 from readmodels.retrieval.temporal import EARLIEST, LATEST, NONE, time_intent
 
@@ -95,3 +96,53 @@ def test_recency_orders_equal_evidence_by_the_questions_time_intent() -> None:
     oldest = fuse_calibrated(both, chosen, calibration, times=times, intent=EARLIEST)
     assert [h.key for h in newest] == ["new", "old"] and [h.key for h in oldest] == ["old", "new"]
     assert newest[0].base > newest[1].base  # recency is no lane's: it is in base
+
+
+def test_gated_fusion_follows_the_lane_whose_best_stand_out_for_this_question() -> None:
+    chosen = Profile(name="t", fusion="calibrated", weights={"keyword": 1.0, "vector": 1.0})
+    calibration = Calibration(
+        vector_space="t", bias=-3.0, coefficients={"keyword_gated": 1.0, "vector_gated": 1.0}
+    )
+    # BM25 finds one document far above the rest of the scope; the vectors are nearly flat
+    spreads = {
+        "keyword": ScoreSpread(documents=100, mean=0.5, std=1.0),
+        "vector": ScoreSpread(documents=100, mean=0.30, std=0.10),
+    }
+    lanes = {
+        "keyword": hits(("said-it", 9.0), ("other", 1.0)),
+        "vector": hits(("other", 0.36), ("said-it", 0.34)),
+    }
+    fused = fuse_calibrated(lanes, chosen, calibration, spreads=spreads)
+    assert [hit.key for hit in fused] == ["said-it", "other"]
+    # the same lanes, but now the vectors' best is the outlier and BM25 is flat: the vectors lead
+    spreads["vector"] = ScoreSpread(documents=100, mean=0.10, std=0.05)
+    spreads["keyword"] = ScoreSpread(documents=100, mean=8.0, std=2.0)
+    lanes["vector"] = hits(("other", 0.60), ("said-it", 0.12))
+    fused = fuse_calibrated(lanes, chosen, calibration, spreads=spreads)
+    assert [hit.key for hit in fused] == ["other", "said-it"]
+    for hit in fused:  # explained: each lane's gated part, the bias in base
+        logit = hit.base + sum(c.contribution for c in hit.lanes.values())
+        assert hit.score == pytest.approx(1 / (1 + math.exp(-logit)))
+        assert hit.base == pytest.approx(-3.0)
+
+
+def test_gated_fusion_estimates_a_spread_no_store_gave_and_scores_a_missing_document_low() -> None:
+    values = features(
+        collect({"keyword": hits(("a", 6.0), ("b", 2.0), ("c", 1.0)), "vector": hits(("b", 0.5))}, {}),
+        {"keyword": hits(("a", 6.0), ("b", 2.0), ("c", 1.0)), "vector": hits(("b", 0.5))},
+        NONE,
+        spreads={},
+        pool=50,
+    )
+    # the keyword lane's own three scores make its spread; the vector lane has one score: no spread
+    assert values["a"]["keyword_gated"] > values["b"]["keyword_gated"] > values["c"]["keyword_gated"]
+    assert values["a"].get("vector_gated", 0.0) == 0.0
+    full = features(
+        collect({"keyword": hits(("a", 6.0)), "vector": hits(("a", 0.5), ("z", 0.4))}, {}),
+        {"keyword": hits(("a", 6.0)), "vector": hits(("a", 0.5), ("z", 0.4))},
+        NONE,
+        spreads={"keyword": ScoreSpread(documents=10, mean=0.6, std=1.8)},
+        pool=1,
+    )
+    # "z" was not returned by a keyword lane that filled its pool: it scores the lane's last (6.0)
+    assert full["z"]["keyword_gated"] / full["a"]["keyword_gated"] == pytest.approx(1.0)

@@ -191,3 +191,23 @@ def test_a_common_word_stays_left_out_when_a_few_more_documents_raise_the_thresh
     assert common.searchable(db, ["everywhere", "item7"]) == ["item7"]
     add(int(size) + 1, int(size) + 40)  # the threshold goes up by 2: still well within the cached counts
     assert common.searchable(db, ["everywhere", "item7"]) == ["item7"]
+
+
+async def test_the_spread_of_bm25_counts_every_document_in_scope_unmatched_ones_as_zero(
+    store: SqliteKeywordStore,
+) -> None:
+    log = story()
+    other = SessionLog("k2")
+    other.add("transcript.turn", {"role": "user", "text": "refresh the dashboard"})
+    await store.apply("keyword", [memory_docs(e) for e in log.events + other.events])
+    scores = [hit.score for hit in await store.search("refresh midnight", session="k1", limit=100)]
+    in_scope = sum(len(memory_docs(e).docs) for e in log.events)
+    spread = await store.spread("refresh midnight", session="k1")
+    assert spread is not None and spread.documents == in_scope > len(scores)
+    mean = sum(scores) / in_scope
+    assert spread.mean == pytest.approx(mean, rel=1e-4)
+    assert spread.std == pytest.approx((sum(s * s for s in scores) / in_scope - mean * mean) ** 0.5, rel=1e-4)
+    assert spread.z(max(scores)) > 1.0
+    nothing = await store.spread("nothing-like-this", session="k1")
+    assert nothing is not None and (nothing.mean, nothing.std) == (0.0, 0.0)
+    assert await store.spread("refresh", session="no-such-session") is None

@@ -94,3 +94,19 @@ def test_quantized_rows_keep_each_component_within_half_a_level() -> None:
     index = VectorIndex(48, exact_scan_rows=len(data))
     index.add(data)
     assert 11 in {row for row, _ in index.search(data[11] + 1.0, 300, rows_of(data))}  # found, scored 0
+
+
+def test_the_spread_of_scores_is_measured_on_the_allowed_rows_within_quantization() -> None:
+    index = VectorIndex(32)
+    data = unit_rows(20_000, 32, seed=5)
+    index.add(data)
+    query = unit_rows(1, 32, seed=6)[0]
+    allowed = np.zeros(len(data), dtype=bool)
+    allowed[:300] = True
+    count, mean, std = index.spread(query, allowed)
+    scores = data[:300] @ query
+    assert count == 300
+    assert abs(mean - float(scores.mean())) < 0.01 and abs(std - float(scores.std())) < 0.01
+    count, mean, std = index.spread(query)  # every row: measured on an even sample
+    assert count == 20_000 and abs(mean - float((data @ query).mean())) < 0.01
+    assert index.spread(query, np.zeros(len(data), dtype=bool)) == (0, 0.0, 0.0)

@@ -61,9 +61,10 @@ _SELECT_HITS: Final = (
     f"-bm25(docs_fts, {TITLE_WEIGHT}, 1.0) AS score FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid WHERE "
 )
 _ORDER_HITS: Final = "ORDER BY score DESC, d.session, d.seq, d.id LIMIT ?"
-_SUM_SCORES: Final = (  # materialized: FTS5 computes bm25() only where the match is its own query
-    f"WITH matched AS MATERIALIZED (SELECT -bm25(docs_fts, {TITLE_WEIGHT}, 1.0) AS score FROM docs_fts "
-    "CROSS JOIN docs d ON d.id = docs_fts.rowid WHERE {}) "  # the match first, then its documents
+# Materialized: FTS5 computes bm25() only where the match is its own query; the match first, then its docs.
+_SUM_SCORES: Final = (
+    f"WITH matched AS MATERIALIZED (SELECT -bm25(docs_fts, {TITLE_WEIGHT}, 1.0) AS score FROM docs_fts "  # noqa: S608
+    "CROSS JOIN docs d ON d.id = docs_fts.rowid WHERE {}) "
     "SELECT count(*), coalesce(sum(score), 0), coalesce(sum(score * score), 0) FROM matched"
 )
 _COUNT_DOCS: Final = "SELECT count(*) FROM docs d WHERE "

@@ -132,15 +132,16 @@ def gated(
         # not returned and not scored on request: at most the lane's last score, or none when it returned
         # fewer than it was asked for (it had nothing more)
         missing = min(returned) if len(returned) >= pool else 0.0
-        z[lane] = {key: spread.z(c.lanes[lane][0] if lane in c.lanes else missing) for key, c in candidates.items()}
+        z[lane] = {
+            key: spread.z(c.lanes[lane][0] if lane in c.lanes else missing) for key, c in candidates.items()
+        }
         best = sorted((spread.z(score) for score in returned), reverse=True)[:GATE_TOP]
         gates[lane] = max(0.0, sum(best) / len(best)) ** GATE_POWER
     total = sum(gates.values())
-    if total <= 0:
-        return {key: {} for key in candidates}
-    return {
-        key: {f"{lane}_gated": gates[lane] / total * z[lane][key] for lane in z} for key in candidates
-    }
+    if total <= 0:  # no lane's best stand out (or too few scores to tell): each counts the same
+        gates = dict.fromkeys(gates, 1.0)
+        total = float(len(gates)) or 1.0
+    return {key: {f"{lane}_gated": gates[lane] / total * z[lane][key] for lane in z} for key in candidates}
 
 
 def _spread_of(scores: Sequence[float]) -> ScoreSpread:

@@ -52,8 +52,8 @@ from readmodels.retrieval.model import (
 from readmodels.retrieval.ordering import Ordering, lane_hits
 from readmodels.retrieval.protocol import (
     DocumentScores,
-    DocumentSpread,
     DocumentSearch,
+    DocumentSpread,
     GraphReads,
     TrustLookup,
     VectorSearch,
@@ -217,14 +217,14 @@ class Retriever:
         """How the keyword and vector lanes' scores spread over the documents in scope, from the stores
         that can say (`DocumentSpread`), for the calibrated fusion; a store that fails is estimated."""
         stores = {"keyword": models.keyword, "vector": models.vector}
-        asked = {
-            lane: store
-            for lane, store in stores.items()
-            if fusion == "calibrated" and lane in wanted and isinstance(store, DocumentSpread)
-        }
+        asked: dict[str, DocumentSpread] = {}
+        for lane, store in stores.items():
+            if fusion == "calibrated" and lane in wanted and isinstance(store, DocumentSpread):
+                asked[lane] = store
+        text, session, timeout = query.text, query.session, self.lane_timeout_s
         found = await asyncio.gather(
             *(
-                asyncio.wait_for(store.spread(query.text, session=query.session, as_of=as_of), self.lane_timeout_s)
+                asyncio.wait_for(store.spread(text, session=session, as_of=as_of), timeout)
                 for store in asked.values()
             ),
             return_exceptions=True,
