@@ -73,23 +73,23 @@ def test_time_intent_reads_whole_words_and_conflicting_cues_cancel() -> None:
 def test_calibrated_fusion_is_a_probability_explained_by_its_parts() -> None:
     chosen = Profile(name="t", fusion="calibrated", weights={"keyword": 1.0, "vector": 1.0, "exact": 1.0})
     calibration = Calibration(
-        vector_space="t", bias=-2.0, coefficients={"keyword": 1.0, "keyword_rrf": 2.0, "vector_rrf": 2.0}
+        vector_space="t", bias=-2.0, coefficients={"keyword_gated": 1.0, "vector_gated": 1.0, "exact": 3.0}
     )
     fused = fuse_calibrated(LANES, chosen, calibration)
     by_key = {hit.key: hit for hit in fused}
-    # "auth": BM25's best (relative 1, rank 0) and vector's second; "login": vector's best, BM25's third
-    assert [hit.key for hit in fused][:2] == ["auth", "login"]
+    # "db" is named in the question (exact); "auth" is BM25's outlier and vector's second
+    assert [hit.key for hit in fused][:2] == ["db", "auth"]
     for hit in fused:
         logit = hit.base + sum(c.contribution for c in hit.lanes.values())
         assert 0 < hit.score < 1 and hit.score == pytest.approx(1 / (1 + math.exp(-logit)))
-    assert by_key["auth"].lanes["keyword"].contribution == pytest.approx(1.0 + 2.0)
+    assert by_key["db"].lanes["exact"].contribution == pytest.approx(3.0)
     alone = fuse_calibrated({"vector": LANES["vector"]}, chosen, calibration)
     assert [hit.key for hit in alone] == ["login", "auth"]  # one lane keeps its own order
 
 
 def test_recency_orders_equal_evidence_by_the_questions_time_intent() -> None:
     chosen = Profile(name="t", fusion="calibrated", weights={"keyword": 1.0, "vector": 1.0})
-    calibration = Calibration(vector_space="t", bias=0.0, coefficients={"keyword": 1.0, "recency": 1.0})
+    calibration = Calibration(vector_space="t", bias=0.0, coefficients={"keyword_gated": 1.0, "recency": 1.0})
     times = {"old": "2026-01-01T00:00:00.000000Z", "new": "2026-06-01T00:00:00.000000Z"}
     both = {"keyword": hits(("old", 5.0), ("new", 5.0)), "vector": hits(("old", 0.5), ("new", 0.5))}
     newest = fuse_calibrated(both, chosen, calibration, times=times, intent=LATEST)

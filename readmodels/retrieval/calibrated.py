@@ -1,25 +1,29 @@
 """Calibrated fusion: every candidate's chance of answering the question, from what every lane saw of it.
 
 Raw lane scores do not compare (BM25 is unbounded and depends on the question's words; a cosine of 0.4 is
-strong in one vector space and noise in another), and min-max normalization within a lane makes its worst
-candidate 0 and its best 1 however good they are. So each candidate is described by scale-free features,
-the same for every question:
+strong in one vector space and noise in another), and which lane finds more flips with the kind of
+conversation: short casual turns are found by their words, long technical turns by their meaning. No fixed
+weighting of the lanes holds on both (a fit where the vectors win lands between the lanes where words win).
+So the document lanes are fused by how each did *on this question*:
 
-- per document lane (`keyword`, `vector`, `verbatim`): its score relative to the lane's best for this
-  question (BM25 / best BM25; cosine - best cosine), and its rank, on a steep curve (1 / (rank + 1)) and
-  on reciprocal rank fusion's flat one (61 / (61 + rank)), both 0 when the lane did not return it. Its
-  score then is the one the lane gives it on request where the store can (`DocumentScores`: the
-  embedded vector store), else the lane's lowest returned score (it was at most that good);
-- `vector_level`: the candidate's cosine itself: how close the question is at all (abstention needs it);
+- `<lane>_gated` (keyword, vector): the candidate's z-score in the lane, (score - mean) / deviation over
+  every document in scope (the store's `ScoreSpread`; unmatched documents score 0; estimated from the
+  lane's own candidates when a store cannot say), times the lane's gate: the square of the mean z-score of
+  the lane's best `GATE_TOP`, normalized over the lanes. A lane whose best stand far above the rest of the
+  conversation speaks for the question; a lane whose scores are flat hardly counts. Nothing here is fitted:
+  the gate is the same arithmetic on every corpus, which is why it holds on conversations it never saw;
 - `exact`: the entity is named in the question; `traversal`: the hop and trust weight that reached it;
-- `agree`: returned by both the keyword and the vector lane;
+  `verbatim` (and its rank, `verbatim_rr`): BM25 over source text only, relative to the lane's best;
 - the hit's kind (`entity`, `source`; an event is the reference), and `recency` (0 oldest .. 1 newest
   candidate) signed by the question's time intent (`readmodels.retrieval.temporal`).
 
-A logistic model turns them into a probability: `p = 1 / (1 + exp(-(bias + sum of coefficient x
-feature)))`. Its coefficients are fitted per vector space on development data by `bench/fit_fusion.py`
-(never on a test set); `readmodels/retrieval/calibration.py` keeps them. The explanation of a hit lists
-each lane's part of the sum (its `contribution`) and the rest (bias, kind, recency) as `base`.
+The fusion this replaced weighed each lane's rank and relative score by coefficients fitted on the BEAM
+development set; on LoCoMo-kind conversations it ranked below BM25 alone (docs/retrieval.md).
+
+A logistic model turns the features into a probability: `p = 1 / (1 + exp(-(bias + sum of coefficient x
+feature)))`. `bench/fit_fusion.py` fits only its bias and the gated features' one coefficient (the scale
+of the probability), on development data; `readmodels/retrieval/calibration.py` keeps them. The explanation
+of a hit lists each lane's part of the sum (its `contribution`) and the rest (bias, kind, recency) as `base`.
 """
 
 from __future__ import annotations
@@ -37,19 +41,11 @@ from readmodels.retrieval.fusion import RRF_K, Contribution, FusedHit, LaneHit, 
 FEATURES: Final = (
     "keyword_gated",
     "vector_gated",
-    "keyword",
-    "keyword_rr",
-    "keyword_rrf",
-    "vector",
-    "vector_rr",
-    "vector_rrf",
-    "vector_level",
     "exact",
     "traversal",
     "verbatim",
     "verbatim_rr",
     "verbatim_rrf",
-    "agree",
     "entity",
     "source",
     "recency",
@@ -57,13 +53,6 @@ FEATURES: Final = (
 LANE_OF_FEATURE: Final = {
     "keyword_gated": "keyword",
     "vector_gated": "vector",
-    "keyword": "keyword",
-    "keyword_rr": "keyword",
-    "keyword_rrf": "keyword",
-    "vector": "vector",
-    "vector_rr": "vector",
-    "vector_rrf": "vector",
-    "vector_level": "vector",
     "exact": "exact",
     "traversal": "traversal",
     "verbatim": "verbatim",
@@ -161,27 +150,19 @@ def features(
     gated_values = gated(candidates, lanes, spreads or {}, pool)
     returned = {lane: [h.score for h in hits if not h.completed] for lane, hits in lanes.items()}
     best = {lane: max(scores, default=0.0) for lane, scores in returned.items()}
-    floor = {lane: min(scores, default=0.0) for lane, scores in returned.items()}
     order = sorted({c.ts for c in candidates.values() if c.ts})
     position = {ts: (i / (len(order) - 1) if len(order) > 1 else 1.0) for i, ts in enumerate(order)}
     values: dict[str, dict[str, float]] = {}
     for key, candidate in candidates.items():
         f: dict[str, float] = {}
-        for lane in ("keyword", "verbatim"):
-            if lane in lanes:
-                raw, rank = candidate.lanes.get(lane, (0.0, -1))
-                f[lane] = raw / best[lane] if best[lane] > 0 else 0.0
-                f.update(_rank_features(lane, rank if lane in candidate.returned else -1))
-        if lanes.get("vector"):
-            raw, rank = candidate.lanes.get("vector", (floor["vector"], -1))
-            f["vector"] = raw - best["vector"]
-            f["vector_level"] = raw
-            f.update(_rank_features("vector", rank if "vector" in candidate.returned else -1))
+        if "verbatim" in lanes:
+            raw, rank = candidate.lanes.get("verbatim", (0.0, -1))
+            f["verbatim"] = raw / best["verbatim"] if best["verbatim"] > 0 else 0.0
+            f.update(_rank_features("verbatim", rank if "verbatim" in candidate.returned else -1))
         if "exact" in candidate.lanes:
             f["exact"] = 1.0
         if "traversal" in candidate.lanes:
             f["traversal"] = candidate.lanes["traversal"][0]
-        f["agree"] = float({"keyword", "vector"} <= candidate.returned)
         f["entity"] = float(key.startswith("entity:"))
         f["source"] = float(key.startswith("source:"))
         f["recency"] = intent * (position[candidate.ts] - 0.5) * 2 if candidate.ts and intent else 0.0
