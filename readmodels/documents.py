@@ -41,6 +41,9 @@ class MemoryDoc(msgspec.Struct, frozen=True, kw_only=True):
     path: str | None = None
     line_start: int | None = None
     line_end: int | None = None
+    context: str = ""
+    """Words borrowed from the turns before it in its session (`readmodels.keyword.context`), indexed by
+    the keyword model only: never shown as the turn's text, never embedded, and not in a search hit."""
 
 
 def doc_identity(doc: MemoryDoc) -> tuple[object, ...]:

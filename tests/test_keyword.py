@@ -156,8 +156,8 @@ async def test_the_keyword_projector_runs_and_rebuilds(log: EventLog, settings: 
 async def test_words_in_most_documents_are_left_out_of_the_match_but_rare_ones_rank(store: Any) -> None:
     def doc(seq: int, text: str) -> EventDocs:
         memory = MemoryDoc(
-            session="c", seq=seq, event_hash=f"{seq:064x}", event_type="transcript.turn", ts=ts(seq),
-            kind="turn", text=text,
+            session="c", seq=seq, event_hash=f"{seq:064x}", event_type="note.added", ts=ts(seq),
+            kind="event", text=text,
         )  # fmt: skip
         return EventDocs(session="c", seq=seq, event_hash=memory.event_hash, docs=(memory,))
 

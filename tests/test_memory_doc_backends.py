@@ -173,7 +173,7 @@ async def test_keyword_applies_each_event_once_and_a_failed_batch_writes_nothing
 
 def test_free_text_becomes_quoted_lucene_words_only() -> None:
     assert lucene_query('title:x OR y~ AND (z* "') == " OR ".join(
-        f'title:"{w}"^2.0 OR text:"{w}"' for w in ("title", "x", "or", "y", "and", "z")
+        f'title:"{w}"^2.0 OR text:"{w}" OR context:"{w}"^0.5' for w in ("title", "x", "or", "y", "and", "z")
     )
     assert lucene_query("*:* ;; ~") is None
 

@@ -38,14 +38,13 @@ async def test_the_neo4j_schema_holds_the_document_indexes(neo4j_endpoint: Neo4j
     async with keyword_on(neo4j_endpoint), graph:
         rows = await graph.run_write("SHOW INDEXES YIELD name, type, state, options", {})
     indexes = {row["name"]: row for row in rows}
-    assert indexes["keyword_doc_text"]["type"] == "FULLTEXT"
-    assert indexes["keyword_doc_text"]["options"]["indexConfig"]["fulltext.analyzer"] == "english"
+    assert indexes["keyword_doc_fulltext"]["type"] == "FULLTEXT" and "keyword_doc_text" not in indexes
+    assert indexes["keyword_doc_fulltext"]["options"]["indexConfig"]["fulltext.analyzer"] == "english"
     config = indexes["vector_doc_embedding"]["options"]["indexConfig"]
     assert indexes["vector_doc_embedding"]["type"] == "VECTOR" and config["vector.dimensions"] == 384
     assert config["vector.similarity_function"] == "COSINE" and config["vector.quantization.enabled"] is False
-    assert {"vector_doc_tag", "vector_doc_tag_session", "keyword_doc_uid", "doc_checkpoint_key"} <= set(
-        indexes
-    )
+    names = ("vector_doc_tag", "vector_doc_tag_session", "keyword_doc_uid", "keyword_doc_session_seq")
+    assert {*names, "doc_checkpoint_key"} <= set(indexes)
     assert all(indexes[name]["state"] == "ONLINE" for name in indexes)
 
 

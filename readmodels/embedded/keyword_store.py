@@ -24,22 +24,27 @@ from readmodels.embedded.sqlite_db import (
     unapplied,
 )
 from readmodels.keyword.common_words import CommonWords
-from readmodels.keyword.protocol import MAX_QUERY_WORDS, TITLE_WEIGHT, KeywordHit
+from readmodels.keyword.context import CONTEXT_TURNS, with_context
+from readmodels.keyword.protocol import CONTEXT_WEIGHT, MAX_QUERY_WORDS, TITLE_WEIGHT, KeywordHit
 
 _WORD: Final = re.compile(r"\w+", re.UNICODE)
 
+_FTS: Final = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(title, text, context, content='docs', "
+    "content_rowid='id', tokenize='porter unicode61')"
+)
+"""A turn's borrowed words (`context`, `readmodels.keyword.context`) are a column of their own."""
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS docs (id INTEGER PRIMARY KEY, session TEXT NOT NULL, seq INTEGER NOT NULL, "
     "event_hash TEXT NOT NULL, event_type TEXT NOT NULL, ts TEXT NOT NULL, kind TEXT NOT NULL, "
     "title TEXT NOT NULL, text TEXT NOT NULL, entity_name TEXT, entity_type TEXT, path TEXT, "
-    "line_start INTEGER, line_end INTEGER)",
+    "line_start INTEGER, line_end INTEGER, context TEXT NOT NULL DEFAULT '')",
     "CREATE INDEX IF NOT EXISTS docs_session_seq ON docs(session, seq)",
     "CREATE INDEX IF NOT EXISTS docs_kind ON docs(kind)",  # a search of kinds the index lacks ends at once
-    "CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(title, text, content='docs', content_rowid='id', "
-    "tokenize='porter unicode61')",
+    _FTS,
     CHECKPOINTS_TABLE,
 )
-_DOC_COLUMNS: Final = (
+_DOC_COLUMNS: Final = (  # a hit's document: all but the context, which is never shown
     "session",
     "seq",
     "event_hash",
@@ -55,10 +60,15 @@ _DOC_COLUMNS: Final = (
     "line_end",
 )
 # Statements are built from these constant names and `?` placeholders only, never from input.
-_INSERT_DOC: Final = f"INSERT INTO docs ({', '.join(_DOC_COLUMNS)}) VALUES ({marks(len(_DOC_COLUMNS))})"  # noqa: S608
+_STORED_COLUMNS: Final = (*_DOC_COLUMNS, "context")
+_INSERT_DOC: Final = f"INSERT INTO docs ({', '.join(_STORED_COLUMNS)}) VALUES ({marks(len(_STORED_COLUMNS))})"  # noqa: S608
+_EARLIER_TURNS: Final = (  # by docs_session_seq
+    "SELECT text FROM docs WHERE kind = 'turn' AND session = ? AND seq < ? ORDER BY seq DESC, id DESC LIMIT ?"
+)
 _SELECT_HITS: Final = (
     f"SELECT {', '.join('d.' + name for name in _DOC_COLUMNS)}, "  # noqa: S608
-    f"-bm25(docs_fts, {TITLE_WEIGHT}, 1.0) AS score FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid WHERE "
+    f"-bm25(docs_fts, {TITLE_WEIGHT}, 1.0, {CONTEXT_WEIGHT}) AS score "  # title, text, context
+    "FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid WHERE "
 )
 _ORDER_HITS: Final = "ORDER BY score DESC, d.session, d.seq, d.id LIMIT ?"
 # Materialized: FTS5 computes bm25() only where the match is its own query; the match first, then its docs.
@@ -84,7 +94,7 @@ class SqliteKeywordStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._db = SqliteDb(self.path, _SCHEMA)
+        self._db = SqliteDb(self.path, _SCHEMA, migrate=_add_context)
         self._common = CommonWords()
 
     async def open(self) -> None:
@@ -202,14 +212,29 @@ def _any_of_kinds(db: sqlite3.Connection, kinds: Sequence[DocKind]) -> bool:
 
 def _index(db: sqlite3.Connection, projector: str, batch: Sequence[EventDocs]) -> int:
     todo = unapplied(db, projector, batch)
-    for doc in (doc for event in todo for doc in event.docs):
-        cursor = db.execute(_INSERT_DOC, tuple(getattr(doc, name) for name in _DOC_COLUMNS))
+
+    def stored(session: str, seq: int) -> list[str]:
+        return [str(row[0]) for row in db.execute(_EARLIER_TURNS, (session, seq, CONTEXT_TURNS))]
+
+    for doc in (doc for event in with_context(todo, stored) for doc in event.docs):
+        cursor = db.execute(_INSERT_DOC, tuple(getattr(doc, name) for name in _STORED_COLUMNS))
         db.execute(
-            "INSERT INTO docs_fts (rowid, title, text) VALUES (?, ?, ?)",
-            (cursor.lastrowid, doc.title, doc.text),
+            "INSERT INTO docs_fts (rowid, title, text, context) VALUES (?, ?, ?, ?)",
+            (cursor.lastrowid, doc.title, doc.text, doc.context),
         )
     save_checkpoints(db, projector, todo)
     return len(todo)
+
+
+def _add_context(db: sqlite3.Connection) -> None:
+    """A file made before turns carried context: the column added (empty), the full-text index made
+    again with it. Its turns have no context until the model is rebuilt (`eventloom rebuild keyword`)."""
+    if any(row[1] == "context" for row in db.execute("PRAGMA table_info(docs)")):
+        return
+    db.execute("ALTER TABLE docs ADD COLUMN context TEXT NOT NULL DEFAULT ''")
+    db.execute("DROP TABLE docs_fts")
+    db.execute(_FTS)
+    db.execute("INSERT INTO docs_fts(docs_fts) VALUES('rebuild')")
 
 
 def _hit(row: tuple[Any, ...]) -> KeywordHit:

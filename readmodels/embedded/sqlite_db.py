@@ -21,10 +21,17 @@ T = TypeVar("T")
 READERS: Final = 2
 
 
+Migrate = Callable[[sqlite3.Connection], None]
+"""Brings a file made by an older schema up to date, in one transaction, after the schema's statements."""
+
+
 class SqliteDb:
-    def __init__(self, path: Path, schema: Sequence[str], *, read_only: bool = False) -> None:
+    def __init__(
+        self, path: Path, schema: Sequence[str], *, read_only: bool = False, migrate: Migrate | None = None
+    ) -> None:
         self.path = path
         self._schema = schema
+        self._migrate = migrate
         self._read_only = read_only  # another process writes it: open no writer, change no schema
         self._writer: sqlite3.Connection | None = None
         self._readers = threading.local()
@@ -47,6 +54,14 @@ class SqliteDb:
         self._writer.execute("PRAGMA journal_mode=WAL")
         for statement in self._schema:
             self._writer.execute(statement)
+        if self._migrate is not None:
+            self._writer.execute("BEGIN IMMEDIATE")
+            try:
+                self._migrate(self._writer)
+                self._writer.execute("COMMIT")
+            except BaseException:
+                self._writer.execute("ROLLBACK")
+                raise
 
     def _reader(self) -> sqlite3.Connection:
         """This reader thread's own connection (opened on its first read)."""

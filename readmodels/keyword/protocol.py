@@ -14,6 +14,9 @@ MAX_QUERY_WORDS: Final = 32
 """A question's words searched at most, on every backend."""
 TITLE_WEIGHT: Final = 2.0
 """BM25 weight of the title column (entity names, document titles) against the body text's 1.0."""
+CONTEXT_WEIGHT: Final = 0.5
+"""BM25 weight of a turn's borrowed context (`readmodels.keyword.context`) against its text's 1.0: the
+turn counts twice against the words it borrows."""
 
 
 class KeywordHit(msgspec.Struct, frozen=True, kw_only=True):

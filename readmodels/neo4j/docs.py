@@ -30,7 +30,9 @@ Prepare = Callable[[list[EventDocs]], Awaitable[list[Row]]]
 LABELS: Final = {"keyword": "KeywordDoc", "vector": "VectorDoc"}
 ROWS_PER_STATEMENT: Final = 5_000
 DELETE_BATCH: Final = 5_000
-DOC_MAP: Final = "d {" + ", ".join(f".{name}" for name in MemoryDoc.__struct_fields__) + "}"
+HIT_FIELDS: Final = tuple(name for name in MemoryDoc.__struct_fields__ if name != "context")
+"""A hit's document: all but a turn's borrowed context (`readmodels.keyword.context`), never shown."""
+DOC_MAP: Final = "d {" + ", ".join(f".{name}" for name in HIT_FIELDS) + "}"
 """A document node back as a `MemoryDoc` map (Cypher built from the struct's field names only)."""
 ORDER_HITS: Final = "ORDER BY score DESC, d.session, d.seq, d.ord"
 _CHECKPOINTS: Final = (
@@ -55,17 +57,25 @@ def past_checkpoints(applied: dict[str, int], batch: Sequence[EventDocs]) -> lis
 
 def doc_rows(events: Sequence[EventDocs], key: str = "") -> list[Row]:
     """One row per document: its node key `uid` (`key`, then the event's place and the document's
-    position in it), its event's `session` and `seq`, and the node's properties `props`."""
+    position in it), its event's `session` and `seq`, and the node's properties `props` (no `context`
+    when it is empty: only the keyword model's turns carry one)."""
     return [
         {
             "uid": f"{key}{event.session}/{event.seq}/{position}",
             "session": event.session,
             "seq": event.seq,
-            "props": {**msgspec.structs.asdict(doc), "ord": position},
+            "props": {**_properties(doc), "ord": position},
         }
         for event in events
         for position, doc in enumerate(event.docs)
     ]
+
+
+def _properties(doc: MemoryDoc) -> dict[str, Any]:
+    props = msgspec.structs.asdict(doc)
+    if not doc.context:
+        del props["context"]
+    return props
 
 
 def doc_filters(

@@ -1,9 +1,11 @@
 """`Neo4jKeywordStore`: the keyword read model on Neo4j, a full-text (Lucene) index ranked with BM25.
 
 Documents are `KeywordDoc` nodes in the graph's database (`readmodels.neo4j.docs`), indexed by
-`keyword_doc_text` over title and text with the `english` analyzer (Porter stemming, as in the embedded
-FTS5 model). Free text becomes a Lucene query of quoted words only, each searched in the title (boosted by
-`TITLE_WEIGHT`) and in the text, any of them matching: no Lucene syntax from the caller gets through.
+`keyword_doc_fulltext` over title, text and a turn's borrowed context (`readmodels.keyword.context`, filled
+from the turns before it, read in one query before the batch is written) with the `english` analyzer
+(Porter stemming, as in the embedded FTS5 model). Free text becomes a Lucene query of quoted words only,
+each searched in the title (boosted by `TITLE_WEIGHT`), in the text and in the context (`CONTEXT_WEIGHT`),
+any of them matching: no Lucene syntax from the caller gets through.
 The index returns every match, best first, and the filters apply to those, so a filter never loses recall.
 """
 
@@ -16,12 +18,13 @@ from typing import Final
 from eventloom.event import citation
 from readmodels.documents import DocKind, EventDocs
 from readmodels.graph.cypher.io import Row
-from readmodels.keyword.protocol import MAX_QUERY_WORDS, TITLE_WEIGHT, KeywordHit
+from readmodels.keyword.context import CONTEXT_TURNS, with_context
+from readmodels.keyword.protocol import CONTEXT_WEIGHT, MAX_QUERY_WORDS, TITLE_WEIGHT, KeywordHit
 from readmodels.neo4j.docs import DOC_MAP, ORDER_HITS, Neo4jDocs, as_doc, doc_filters, doc_rows
 from readmodels.neo4j.driver import RETRY_TIME_S
 from readmodels.neo4j.schema import DEFAULT_VECTOR_DIMENSIONS
 
-INDEX: Final = "keyword_doc_text"
+INDEX: Final = "keyword_doc_fulltext"
 _WORD: Final = re.compile(r"\w+", re.UNICODE)
 
 
@@ -46,12 +49,18 @@ def _quoted(word: str) -> str:
 def lucene_query(text: str) -> str | None:
     """The Lucene query for free text: each word quoted, in the title (boosted) or the text, any matching."""
     words = list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))[:MAX_QUERY_WORDS]
-    clauses = [f"title:{_quoted(word)}^{TITLE_WEIGHT} OR text:{_quoted(word)}" for word in words]
+    clauses = [
+        f"title:{q}^{TITLE_WEIGHT} OR text:{q} OR context:{q}^{CONTEXT_WEIGHT}"
+        for q in (_quoted(word) for word in words)
+    ]
     return " OR ".join(clauses) or None
 
 
-async def _doc_rows(events: list[EventDocs]) -> list[Row]:
-    return doc_rows(events)
+_EARLIER_TURNS: Final = (  # by keyword_doc_session_seq
+    "UNWIND $sessions AS s CALL (s) { MATCH (d:KeywordDoc) WHERE d.session = s.session AND d.seq < s.seq "
+    "AND d.kind = 'turn' RETURN d ORDER BY d.seq DESC, d.ord DESC LIMIT $turns } "
+    "RETURN s.session AS session, d.seq AS seq, d.ord AS ord, d.text AS text"
+)
 
 
 class Neo4jKeywordStore:
@@ -100,7 +109,25 @@ class Neo4jKeywordStore:
         return await self._docs.applied_seqs(projector, sessions)
 
     async def apply(self, projector: str, batch: Sequence[EventDocs]) -> int:
-        return await self._docs.apply(projector, batch, _doc_rows)
+        return await self._docs.apply(projector, batch, self._doc_rows)
+
+    async def _doc_rows(self, events: list[EventDocs]) -> list[Row]:
+        """The rows of `events`, their turns' context filled (the earlier turns read in one query)."""
+        first: dict[str, int] = {}
+        for event in events:
+            if any(doc.kind == "turn" for doc in event.docs):
+                first.setdefault(event.session, event.seq)
+        earlier: dict[str, list[tuple[int, int, str]]] = {session: [] for session in first}
+        if first:
+            sessions = [{"session": session, "seq": seq} for session, seq in first.items()]
+            for row in await self._docs.rows(_EARLIER_TURNS, {"sessions": sessions, "turns": CONTEXT_TURNS}):
+                earlier[str(row["session"])].append((int(row["seq"]), int(row["ord"]), str(row["text"])))
+
+        def stored(session: str, seq: int) -> list[str]:
+            # the batch's first turn of a session is the only one that asks, with the seq read for it
+            return [text for _, _, text in sorted(earlier.get(session, []), reverse=True)]
+
+        return doc_rows(with_context(events, stored))
 
     async def search(
         self,

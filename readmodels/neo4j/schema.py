@@ -135,6 +135,18 @@ def _migrations(vector_dimensions: int) -> tuple[tuple[str, tuple[str, ...]], ..
                 "CREATE INDEX entity_key_session_name IF NOT EXISTS FOR (k:EntityKey) ON (k.session, k.name)",
             ),
         ),
+        (
+            "0009_keyword_doc_context",
+            (  # a turn's words borrowed from the turns before it (`readmodels.keyword.context`) are searched
+                # too; its earlier turns are found by session and seq. Documents written before have no
+                # context until `eventloom rebuild keyword`. A new name: an opener still applying 0006
+                # meanwhile finds no other index under its name (IndexWithNameAlreadyExists)
+                "CREATE FULLTEXT INDEX keyword_doc_fulltext IF NOT EXISTS FOR (d:KeywordDoc) ON EACH "
+                "[d.title, d.text, d.context] OPTIONS {indexConfig: {`fulltext.analyzer`: 'english'}}",
+                "DROP INDEX keyword_doc_text IF EXISTS",
+                "CREATE INDEX keyword_doc_session_seq IF NOT EXISTS FOR (d:KeywordDoc) ON (d.session, d.seq)",
+            ),
+        ),
     )
 
 
@@ -202,7 +214,11 @@ async def apply_migrations(
     when an applied migration's checksum differs from the plan's.
     """
     todo = missing(plan, await applied_migrations(execute))
+    applied: list[str] = []
     for migration in todo:
+        if applied and migration.name in await applied_migrations(execute):
+            continue  # another opener applied it meanwhile: an old migration's objects are not made again
+        applied.append(migration.name)
         for statement in migration.statements:
             await _concurrently_safe(execute, together, statement, {})
         await _concurrently_safe(
@@ -219,7 +235,7 @@ async def apply_migrations(
         )
     if todo:
         await _indexes_online(execute)
-    return [migration.name for migration in todo]
+    return applied
 
 
 async def _concurrently_safe(
