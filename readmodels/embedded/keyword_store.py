@@ -65,15 +65,16 @@ _INSERT_DOC: Final = f"INSERT INTO docs ({', '.join(_STORED_COLUMNS)}) VALUES ({
 _EARLIER_TURNS: Final = (  # by docs_session_seq
     "SELECT text FROM docs WHERE kind = 'turn' AND session = ? AND seq < ? ORDER BY seq DESC, id DESC LIMIT ?"
 )
+_SCORE: Final = f"-bm25(docs_fts, {TITLE_WEIGHT}, 1.0, {CONTEXT_WEIGHT})"  # title, text, context
 _SELECT_HITS: Final = (
     f"SELECT {', '.join('d.' + name for name in _DOC_COLUMNS)}, "  # noqa: S608
-    f"-bm25(docs_fts, {TITLE_WEIGHT}, 1.0, {CONTEXT_WEIGHT}) AS score "  # title, text, context
+    f"{_SCORE} AS score "
     "FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid WHERE "
 )
 _ORDER_HITS: Final = "ORDER BY score DESC, d.session, d.seq, d.id LIMIT ?"
 # Materialized: FTS5 computes bm25() only where the match is its own query; the match first, then its docs.
 _SUM_SCORES: Final = (
-    f"WITH matched AS MATERIALIZED (SELECT -bm25(docs_fts, {TITLE_WEIGHT}, 1.0) AS score FROM docs_fts "  # noqa: S608
+    f"WITH matched AS MATERIALIZED (SELECT {_SCORE} AS score FROM docs_fts "  # noqa: S608
     "CROSS JOIN docs d ON d.id = docs_fts.rowid WHERE {}) "
     "SELECT count(*), coalesce(sum(score), 0), coalesce(sum(score * score), 0) FROM matched"
 )
