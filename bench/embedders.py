@@ -7,6 +7,9 @@ Texts are the questions and turns of a LoCoMo- or LongMemEval-format file (defau
 - `load_s`: the first `embed` of the process (the model is read then);
 - `sentences_per_s`: questions embedded in batches of 64 (after one warm-up batch), for at least 3 s;
 - `turns_per_s`: the dataset's turns, whole, in batches of 64;
+- `sentences_per_cpu_s`, `turns_per_cpu_s`: the same texts per second of this process's CPU time (all its
+  threads): on a machine shared with other work the wall-clock rates fall with the load, these much less
+  (an embedder on 2 threads that had both cores to itself would reach up to twice them);
 - `query_ms`: one question alone (what a query pays), p50 and p95;
 - `rss_growth_mb`: how much this process's resident memory grew over `--distinct` distinct texts of
   `bench/corpus.py` embedded in batches of 1,000, as the vector projector does (what an embedder keeps, its
@@ -18,6 +21,7 @@ Retrieval quality per embedder is `lane:vector` in `bench/retrieval.py --embedde
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -49,17 +53,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def rate(embed: Any, texts: Sequence[str], min_seconds: float) -> float:
-    """Texts per second over whole passes in batches of `BATCH`, for at least `min_seconds`."""
+def rate(embed: Any, texts: Sequence[str], min_seconds: float) -> tuple[float, float]:
+    """Texts per second (wall clock, CPU time) over whole passes in batches of `BATCH`, >= `min_seconds`."""
     embed(list(texts[:BATCH]))  # warm-up
-    done, started = 0, time.perf_counter()
+    done, started, cpu_started = 0, time.perf_counter(), time.process_time()
     while True:
         for start in range(0, len(texts), BATCH):
             embed(list(texts[start : start + BATCH]))
             done += len(texts[start : start + BATCH])
         elapsed = time.perf_counter() - started
         if elapsed >= min_seconds:
-            return round(done / elapsed, 1)
+            cpu = max(time.process_time() - cpu_started, 1e-9)
+            return round(done / elapsed, 1), round(done / cpu, 1)
 
 
 def rss_growth_mb(embed: Any, count: int) -> float:
@@ -84,12 +89,16 @@ def measure(name: str, questions: Sequence[str], turns: Sequence[str], distinct:
         began = time.perf_counter()
         embedder.embed([question])
         single.append((time.perf_counter() - began) * 1000)
+    sentences, sentences_cpu = rate(embedder.embed, questions, MIN_SECONDS)
+    whole_turns, turns_cpu = rate(embedder.embed, turns, 0.0)
     return {
         "available": True,
         "tag": tag(embedder),
         "load_s": load_s,
-        "sentences_per_s": rate(embedder.embed, questions, MIN_SECONDS),
-        "turns_per_s": rate(embedder.embed, turns, 0.0),
+        "sentences_per_s": sentences,
+        "sentences_per_cpu_s": sentences_cpu,
+        "turns_per_s": whole_turns,
+        "turns_per_cpu_s": turns_cpu,
         "query_ms": percentiles(single),
         "rss_growth_mb": rss_growth_mb(embedder.embed, distinct),
     }
@@ -111,6 +120,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command": "python bench/embedders.py " + " ".join(sys.argv[1:]),
         "machine": machine(server_binary_version()),
+        "load_average": list(os.getloadavg()),
         "dataset": str(args.dataset),
         "batch": BATCH,
         "questions": len(set(questions)),

@@ -112,6 +112,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="the memory settings as before issue 23: engine-default buffer pools, glibc arenas and "
         "mmap threshold, no trim, batches of 2,000",
     )
+    parser.add_argument(
+        "--embedder", default=None, help="EVENTLOOM_EMBEDDER of the node (default: the default embedder)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary data dir")
     parser.add_argument("--json", action="store_true", help="accepted for symmetry: output is always JSON")
     args = parser.parse_args(argv)
@@ -306,6 +309,8 @@ def soak_summary(
 
 async def bench(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
     settings = Settings(data_dir=data_dir, projectors=args.projectors, producers=args.producers)
+    if args.embedder is not None:
+        settings = replace(settings, embedder=args.embedder)
     if args.buffer_pool_mb is not None:
         settings = replace(settings, ladybug_buffer_pool_mb=args.buffer_pool_mb)
     if args.projector_batch is not None:

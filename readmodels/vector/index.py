@@ -15,14 +15,35 @@ open: it is a cache, never the truth.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import sys
 from collections.abc import Callable
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
-from usearch.index import Index
 
-from readmodels.vector.embedders import Vectors
+
+def _share_the_system_libstdcxx() -> None:
+    """Load the system's libstdc++ into the process's global scope, before usearch's extension.
+
+    That extension carries a static copy of libstdc++ whose locale ids (GNU "unique" symbols) become the
+    whole process's when it loads first: a C++ library loaded after it against the system's libstdc++
+    then crashes in its static initializers (onnxruntime, which the `minilm-onnx` embedders load, did:
+    `import usearch; import onnxruntime` was a segmentation fault). With the system's copy global first,
+    usearch binds those symbols to it, as an ordinary shared library would.
+    """
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError):  # no system libstdc++ (a static or musl build): nothing to share
+            ctypes.CDLL("libstdc++.so.6", mode=ctypes.RTLD_GLOBAL)
+
+
+_share_the_system_libstdcxx()
+
+from usearch.index import Index  # noqa: E402  (after the function above has run)
+
+from readmodels.vector.embedders import Vectors  # noqa: E402
 
 OVERSAMPLE: Final = 8
 MIN_CANDIDATES: Final = 64
