@@ -1,18 +1,20 @@
-"""Fit the calibrated fusion's logistic model on development data; prints one JSON object.
+"""Fit the calibrated fusion's probability scale on development data; prints one JSON object.
 
 For every answerable question of every dataset, the retriever's first stage gathers its candidates (the
 default profile, the same pools as in service) and each candidate is labelled by whether it cites one of
-the question's evidence turns. A logistic regression (L2-regularized, Newton's method, numpy) fits the
-coefficients of `readmodels.retrieval.calibrated.FEATURES`, except those conversational data cannot
-teach (`FIXED`: named entities, graph traversal, source chunks), which keep their set values.
+the question's evidence turns. The ordering of document hits has no fitted weight (the gated features of
+`readmodels.retrieval.calibrated`: each lane's z-scores, weighed by how far its best stand out); one
+logistic regression (L2-regularized, Newton's method, numpy) of the label on their sum, with the set
+features (`FIXED`: named entities, traversal, source chunks, recency) as an offset, fits the bias and the
+one coefficient that make the score a probability.
 
-The output's `calibration` is what `readmodels/retrieval/calibration.py` keeps for the vector space.
-It also reports, per dataset, turn-level Recall@5 of the fitted ordering next to BM25's, the generic
-coefficients' and plain reciprocal rank fusion's (keyword and vector) in the same run, and a
-leave-one-dataset-out check: fitted without a dataset, scored on it. The abstention threshold is
-the top-hit probability that best separates the questions with an answer in memory from those without.
+The output's `calibration` is what `readmodels/retrieval/calibration.py` keeps. Per dataset it reports
+turn-level Recall@5 of the fitted model in-sample and leave-one-dataset-out (fitted without the dataset,
+scored on it) next to BM25's and the generic coefficients', in the same run; and the top-hit probability
+that best separates the questions with an answer in memory from those without (abstention).
 
-    python bench/fit_fusion.py --dataset ../shared/data/beam500k-dev.json   # plus the two fixtures
+    python bench/fit_fusion.py --no-fixtures \
+        --dataset ../shared/data/beam500k-dev.json --dataset ../shared/data/locomo-dev.json
 """
 
 from __future__ import annotations
