@@ -28,6 +28,10 @@ from readmodels.keyword.common_words import CommonWords
 from readmodels.keyword.protocol import MAX_QUERY_WORDS, TITLE_WEIGHT, KeywordHit
 
 _WORD: Final = re.compile(r"\w+", re.UNICODE)
+READER_MMAP_BYTES: Final = 1 << 30
+"""How much of the file a reader maps (address space, not memory): a search reads the documents it
+scores, page by page across the file, through the page cache instead of a read() per page (at 100,000
+events the median search went from 8.9 to 5.7 ms, docs/benchmarks.md)."""
 
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS docs (id INTEGER PRIMARY KEY, session TEXT NOT NULL, seq INTEGER NOT NULL, "
@@ -80,7 +84,7 @@ class SqliteKeywordStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._db = SqliteDb(self.path, _SCHEMA)
+        self._db = SqliteDb(self.path, _SCHEMA, reader_mmap_bytes=READER_MMAP_BYTES)
         self._common = CommonWords()
 
     async def open(self) -> None:
