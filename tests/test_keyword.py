@@ -18,7 +18,7 @@ from projectors.rebuild import rebuild
 from readmodels.documents import EventDocs, MemoryDoc
 from readmodels.embedded import sqlite_db
 from readmodels.embedded.keyword_store import SqliteKeywordStore, match_expression
-from readmodels.keyword.common_words import MIN_DOCS, SHARE, CommonWords
+from readmodels.keyword.common_words import MIN_DOCS, SHARE, CommonWords, Split
 from tests.runtime_support import drained, running
 from tests.test_graph_support import SessionLog, fact, ts
 
@@ -153,14 +153,17 @@ async def test_the_keyword_projector_runs_and_rebuilds(log: EventLog, settings: 
         ]
 
 
-async def test_words_in_most_documents_are_left_out_of_the_match_but_rare_ones_rank(store: Any) -> None:
-    def doc(seq: int, text: str) -> EventDocs:
-        memory = MemoryDoc(
-            session="c", seq=seq, event_hash=f"{seq:064x}", event_type="note.added", ts=ts(seq),
-            kind="event", text=text,
-        )  # fmt: skip
-        return EventDocs(session="c", seq=seq, event_hash=memory.event_hash, docs=(memory,))
+def note_doc(seq: int, text: str) -> EventDocs:
+    """A one-document event (not a turn: a turn would borrow its neighbours' words as context)."""
+    memory = MemoryDoc(
+        session="c", seq=seq, event_hash=f"{seq:064x}", event_type="note.added", ts=ts(seq),
+        kind="event", text=text,
+    )  # fmt: skip
+    return EventDocs(session="c", seq=seq, event_hash=memory.event_hash, docs=(memory,))
 
+
+async def test_words_in_most_documents_are_left_out_of_the_match_but_rare_ones_rank(store: Any) -> None:
+    doc = note_doc
     total = MIN_DOCS * 3
     batch = [
         doc(n, f"what we know about item {n}" + (" zebra" if n % 500 == 0 else ""))
@@ -188,9 +191,51 @@ def test_a_common_word_stays_left_out_when_a_few_more_documents_raise_the_thresh
     size = 2 * MIN_DOCS / SHARE  # past the floor: the threshold grows with the index
     add(1, int(size))
     common = CommonWords()
-    assert common.searchable(db, ["everywhere", "item7"]) == ["item7"]
-    add(int(size) + 1, int(size) + 40)  # the threshold goes up by 2: still well within the cached counts
-    assert common.searchable(db, ["everywhere", "item7"]) == ["item7"]
+    # in every document: weightless in BM25 (IDF <= 0), so neither matched on nor scored
+    assert common.split(db, ["everywhere", "item7"]) == Split(["item7"], [])
+    add(int(size) + 1, int(size) + 40)  # the half goes up by 20: still well within the cached counts
+    assert common.split(db, ["everywhere", "item7"]) == Split(["item7"], [])
+
+
+async def test_a_common_word_is_not_matched_on_but_scores_as_in_full_bm25(store: Any) -> None:
+    """A document with the rare word and a common one outranks one with the rare word only."""
+    total = MIN_DOCS * 3  # "often" in 40% of them: common (over 5% and 1,000), yet weighs in BM25
+
+    def text(n: int) -> str:
+        return " ".join(
+            ("entry", "often" if n % 5 < 2 else "seldom", "zebra" if n % 100 in (0, 3) else "plain")
+        )
+
+    await store.apply("keyword", [note_doc(n, text(n)) for n in range(1, total + 1)])
+    hits = await store.search("zebra often", limit=100)
+    # every zebra document, and only those: a document with the common word only is not matched
+    assert sorted(hit.doc.seq for hit in hits) == sorted(n for n in range(1, total + 1) if n % 100 in (0, 3))
+    assert [hit.doc.text.split()[1] for hit in hits] == ["often"] * 30 + ["seldom"] * 30
+    db = sqlite3.connect(store.path)
+    statement = "SELECT rowid, -bm25(docs_fts, 2.0, 1.0) FROM docs_fts WHERE docs_fts MATCH ?"
+    full = dict(db.execute(statement, ('"zebra" OR "often"',)).fetchall())  # BM25 with no cut at all
+    db.close()
+    assert [hit.score for hit in hits] == [round(full[hit.doc.seq], 6) for hit in hits]  # rowid = seq here
+    assert hits[0].score > hits[-1].score
+    best = await store.search("zebra often", limit=3)
+    assert [hit.doc.seq for hit in best] == [hit.doc.seq for hit in hits[:3]]
+
+
+def test_when_every_word_is_common_the_rarest_are_matched_on_and_the_others_scored() -> None:
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE docs (id INTEGER PRIMARY KEY, text TEXT)")
+    db.execute("CREATE VIRTUAL TABLE docs_fts USING fts5(text, content='docs', content_rowid='id')")
+    total = MIN_DOCS * 3
+
+    def text(n: int) -> str:  # "aa" in 1,100 documents, "bb" in 1,200, "cc" in 1,300, "all" in all
+        return " ".join(word for word, share in (("aa", 11), ("bb", 12), ("cc", 13)) if n % 30 < share)
+
+    rows = [(n, f"all {text(n)}") for n in range(1, total + 1)]
+    db.executemany("INSERT INTO docs (id, text) VALUES (?, ?)", rows)
+    db.executemany("INSERT INTO docs_fts (rowid, text) VALUES (?, ?)", rows)
+    common = CommonWords()
+    assert common.split(db, ["cc", "all", "bb", "aa"]) == Split(["aa", "bb"], ["cc"])
+    assert common.split(db, ["cc", "zz", "all"]) == Split(["zz"], ["cc"])
 
 
 async def test_the_spread_of_bm25_counts_every_document_in_scope_unmatched_ones_as_zero(

@@ -1,8 +1,9 @@
 """`SqliteKeywordStore`: the embedded keyword read model, SQLite FTS5 with BM25 ranking.
 
 SQLite ships with Python, FTS5 ranks with BM25 out of the box, and its Porter stemmer matches "refresh",
-"refreshes" and "refreshing" alike. One file per generation (`readmodels.embedded.sqlite_db.SqliteDb`); a
-batch and its checkpoints are one transaction.
+"refreshes" and "refreshing" alike. Words common to much of the index are scored but not matched on
+(`readmodels.keyword.common_words`), which keeps a question from scoring most of the index. One file per
+generation (`readmodels.embedded.sqlite_db.SqliteDb`); a batch and its checkpoints are one transaction.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ from readmodels.keyword.context import CONTEXT_TURNS, with_context
 from readmodels.keyword.protocol import CONTEXT_WEIGHT, MAX_QUERY_WORDS, TITLE_WEIGHT, KeywordHit
 
 _WORD: Final = re.compile(r"\w+", re.UNICODE)
+READER_MMAP_BYTES: Final = 1 << 30
+"""How much of the file a reader maps (address space, not memory): a search reads the documents it
+scores, page by page across the file, through the page cache instead of a read() per page (at 100,000
+events the median search went from 8.9 to 5.7 ms, docs/benchmarks.md)."""
 
 _FTS: Final = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(title, text, context, content='docs', "
@@ -67,11 +72,13 @@ _EARLIER_TURNS: Final = (  # by docs_session_seq
 )
 _SCORE: Final = f"-bm25(docs_fts, {TITLE_WEIGHT}, 1.0, {CONTEXT_WEIGHT})"  # title, text, context
 _SELECT_HITS: Final = (
-    f"SELECT {', '.join('d.' + name for name in _DOC_COLUMNS)}, "  # noqa: S608
+    f"SELECT {', '.join('d.' + name for name in _DOC_COLUMNS)}, d.id, "  # noqa: S608
     f"{_SCORE} AS score "
     "FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid WHERE "
 )
 _ORDER_HITS: Final = "ORDER BY score DESC, d.session, d.seq, d.id LIMIT ?"
+_ID: Final = len(_DOC_COLUMNS)
+"""Where a hit's row has the document's id (its FTS5 rowid), before its score."""
 # Materialized: FTS5 computes bm25() only where the match is its own query; the match first, then its docs.
 _SUM_SCORES: Final = (
     f"WITH matched AS MATERIALIZED (SELECT {_SCORE} AS score FROM docs_fts "  # noqa: S608
@@ -95,7 +102,7 @@ class SqliteKeywordStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._db = SqliteDb(self.path, _SCHEMA, migrate=_add_context)
+        self._db = SqliteDb(self.path, _SCHEMA, migrate=_add_context, reader_mmap_bytes=READER_MMAP_BYTES)
         self._common = CommonWords()
 
     async def open(self) -> None:
@@ -132,7 +139,7 @@ class SqliteKeywordStore:
         if not words or limit <= 0:
             return []
         conditions = ["docs_fts MATCH ?"]
-        params: list[Any] = [""]  # the expression, once the common words are known (in the reader)
+        params: list[Any] = []  # after the expression, known once the common words are (in the reader)
         if session is not None:
             conditions.append("d.session = ?")
             params.append(session)
@@ -144,7 +151,7 @@ class SqliteKeywordStore:
             params.extend(kinds)
         statement = f"{_SELECT_HITS}{' AND '.join(conditions)} {_ORDER_HITS}"
         params.append(limit)
-        rows = await self._db.read(lambda db: self._search(db, words, session, statement, params))
+        rows = await self._db.read(lambda db: self._search(db, words, statement, params, limit))
         return [_hit(row) for row in rows]
 
     async def spread(
@@ -168,7 +175,9 @@ class SqliteKeywordStore:
         if not documents:
             return None
         total = squares = 0.0
-        expression = match_expression("", self._common.searchable(db, words)) if words else None
+        # over what the rarer words match, by their part of the score: summing the common words' part too
+        # would score every document they match, the cost `CommonWords` spares the search
+        expression = match_expression("", self._common.split(db, words).matched) if words else None
         if expression is not None:
             matched = " AND ".join(["docs_fts MATCH ?", *conditions])
             _, total, squares = db.execute(_SUM_SCORES.format(matched), [expression, *params]).fetchone()
@@ -177,15 +186,27 @@ class SqliteKeywordStore:
         return ScoreSpread(documents=documents, mean=mean, std=variance**0.5)
 
     def _search(
-        self,
-        db: sqlite3.Connection,
-        words: list[str],
-        session: str | None,
-        statement: str,
-        params: list[Any],
+        self, db: sqlite3.Connection, words: list[str], statement: str, params: list[Any], limit: int
     ) -> list[tuple[Any, ...]]:
-        params[0] = match_expression("", self._common.searchable(db, words))
-        return db.execute(statement, params).fetchall()
+        """The best `limit` documents matching a word that is not common, by BM25 over every word.
+
+        Common words are not matched on (`readmodels.keyword.common_words`; those in half the documents
+        or more, which weigh nothing, not even scored): the documents matched are matched again with a
+        common word required too, whose bm25() then covers every word, and each document keeps its
+        better score. Exact for the best `limit`: a document left with its first score (in the second
+        match, but not among its best `limit`) has `limit` better ones there.
+        """
+        matched, scored = self._common.split(db, words)
+        rare = match_expression("", matched)
+        rows = db.execute(statement, [rare, *params]).fetchall()
+        if not scored or not rows:
+            return rows
+        both = f"({rare}) AND ({match_expression('', scored)})"
+        best = {row[_ID]: row for row in rows}
+        for row in db.execute(statement, [both, *params]).fetchall():
+            best[row[_ID]] = row  # the same document, with the common words' part added
+        ranked = sorted(best.values(), key=lambda row: (-row[-1], row[0], row[1], row[_ID]))
+        return ranked[:limit]
 
 
 def _filters(

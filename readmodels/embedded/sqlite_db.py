@@ -27,12 +27,19 @@ Migrate = Callable[[sqlite3.Connection], None]
 
 class SqliteDb:
     def __init__(
-        self, path: Path, schema: Sequence[str], *, read_only: bool = False, migrate: Migrate | None = None
+        self,
+        path: Path,
+        schema: Sequence[str],
+        *,
+        read_only: bool = False,
+        migrate: Migrate | None = None,
+        reader_mmap_bytes: int = 0,
     ) -> None:
         self.path = path
         self._schema = schema
         self._migrate = migrate
         self._read_only = read_only  # another process writes it: open no writer, change no schema
+        self._reader_mmap_bytes = reader_mmap_bytes  # readers map up to this much of the file (0: none)
         self._writer: sqlite3.Connection | None = None
         self._readers = threading.local()
         self._reader_connections: list[sqlite3.Connection] = []
@@ -68,6 +75,8 @@ class SqliteDb:
         connection: sqlite3.Connection | None = getattr(self._readers, "connection", None)
         if connection is None:
             connection = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            if self._reader_mmap_bytes:
+                connection.execute(f"PRAGMA mmap_size={int(self._reader_mmap_bytes)}")
             self._readers.connection = connection
             self._reader_connections.append(connection)
         return connection

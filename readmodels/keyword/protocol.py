@@ -38,5 +38,9 @@ class KeywordStore(TrackingRecorder[EventDocs], Protocol):
         kinds: Sequence[DocKind] | None = None,
         limit: int = 10,
     ) -> list[KeywordHit]:
-        """BM25 over the words of `text` (any of them; more and rarer matches rank higher)."""
+        """BM25 over the words of `text` (any of them; more and rarer matches rank higher).
+
+        A document whose only matches are words common to much of the index may be left out (the embedded
+        store's `readmodels.keyword.common_words`); every document returned is scored with all the words.
+        """
         ...
