@@ -138,18 +138,9 @@ class SqliteKeywordStore:
         words = query_words(text)
         if not words or limit <= 0:
             return []
-        conditions = ["docs_fts MATCH ?"]
-        params: list[Any] = []  # after the expression, known once the common words are (in the reader)
-        if session is not None:
-            conditions.append("d.session = ?")
-            params.append(session)
-        if as_of is not None:
-            conditions.append("d.ts <= ?")
-            params.append(as_of)
-        if kinds:
-            conditions.append(f"d.kind IN ({marks(len(kinds))})")
-            params.extend(kinds)
-        statement = f"{_SELECT_HITS}{' AND '.join(conditions)} {_ORDER_HITS}"
+        # the match expression comes first, known once the common words are (in the reader)
+        conditions, params = _filters(session, as_of, kinds)
+        statement = f"{_SELECT_HITS}{' AND '.join(['docs_fts MATCH ?', *conditions])} {_ORDER_HITS}"
         params.append(limit)
         rows = await self._db.read(lambda db: self._search(db, words, statement, params, limit))
         return [_hit(row) for row in rows]
