@@ -22,6 +22,7 @@ similarities need; memory that should find paraphrases uses a real model.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import itertools
 import re
 import threading
@@ -84,6 +85,19 @@ class LoadedOnce(Generic[T]):
                 if self._value is None:
                     self._value = self._load()
         return self._value
+
+
+def absent_modules(modules: Sequence[str]) -> list[str]:
+    """The modules among `modules` that cannot be imported here (an extra's, before loading it)."""
+    absent = []
+    for module in modules:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            absent.append(module)
+    return absent
 
 
 def unit_rows(vectors: Vectors) -> Vectors:

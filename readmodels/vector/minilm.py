@@ -30,7 +30,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from readmodels.vector.embedders import EmbedderError, LoadedOnce, Vectors
+from readmodels.vector.embedders import EmbedderError, LoadedOnce, Vectors, absent_modules
 
 DIMENSIONS: Final = 384
 MAX_TOKENS: Final = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
@@ -56,15 +56,7 @@ _tokenizer_lock = threading.Lock()
 
 def missing_modules() -> list[str]:
     """The modules of the `minilm` extra that cannot be imported here (none when the extra is installed)."""
-    absent = []
-    for module in _REQUIRED:
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            absent.append(module)
-    return absent
+    return absent_modules(_REQUIRED)
 
 
 class MiniLmEmbedder:

@@ -33,7 +33,6 @@ Threads may call `embed` at once.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import logging
 import os
 import tempfile
@@ -46,7 +45,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from readmodels.vector.embedders import EmbedderError, LoadedOnce, Vectors, unit_rows
+from readmodels.vector.embedders import EmbedderError, LoadedOnce, Vectors, absent_modules, unit_rows
 
 DIMENSIONS: Final = 384
 MAX_TOKENS: Final = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
@@ -73,14 +72,7 @@ class _Model:
 
 def missing_parts(quantized: bool = False) -> list[str]:
     """What of the `onnx` extra is not installed here: modules and distributions (none with the extra)."""
-    absent = []
-    for module in (*_REQUIRED, _QUANTIZER) if quantized else _REQUIRED:
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            absent.append(module)
+    absent = absent_modules((*_REQUIRED, _QUANTIZER) if quantized else _REQUIRED)
     for name in (MODEL_DISTRIBUTION, TOKENIZER_DISTRIBUTION):
         try:
             distribution(name)
