@@ -15,12 +15,13 @@ from nacl.signing import SigningKey
 
 from eventloom import verify as verify_module
 from eventloom.bus.consumer import read_stream
+from eventloom.chain import ChainTip
 from eventloom.dlq import list_dead_letters
 from eventloom.errors import UntrustedTailError
 from eventloom.event import Event, compute_hash, encode_event
 from eventloom.keys import KeyStore, Signer
 from eventloom.ledger import mirror as mirror_module
-from eventloom.ledger.files import ledger_path, read_incidents
+from eventloom.ledger.files import ledger_path, read_incidents, read_tip
 from eventloom.ledger.mirror import LedgerMirror
 from eventloom.log import EventLog
 from eventloom.request import AppendRequest
@@ -125,6 +126,23 @@ async def test_torn_last_line_is_cut_and_refetched_from_the_stream(log: EventLog
         assert mirror.stats.refetched == 1
     assert path.read_bytes() == whole
     assert (await full_verify(log)).ok
+
+
+async def test_a_reader_beside_the_mirror_takes_a_line_still_being_written_for_not_there_yet(
+    log: EventLog, settings: Settings
+) -> None:
+    async with running_mirror(log):
+        events = await append_story(log, sessions=1)
+        await caught_up(log)
+    path = ledger_path(settings.ledger_dir, "s0")
+    whole = path.read_bytes()
+    last_start = whole.rstrip(b"\n").rfind(b"\n") + 1
+    before_last = read_tip(path)
+    assert before_last == ChainTip(events[-1].seq, events[-1].hash)
+    path.write_bytes(whole[: last_start + 40])  # the last line half written, as a reader may see it
+    assert read_tip(path) == ChainTip(events[-2].seq, events[-2].hash)
+    path.write_bytes(whole[:last_start])
+    assert read_tip(path) == ChainTip(events[-2].seq, events[-2].hash)
 
 
 async def test_a_ledger_that_lost_events_is_reported_then_refilled(log: EventLog, settings: Settings) -> None:

@@ -120,11 +120,13 @@ def _decodes(line: bytes) -> bool:
 
 
 def read_tip(path: Path) -> ChainTip:
-    """Seq and hash of the last whole event in the file (call after repair_torn_tail)."""
+    """Seq and hash of the last whole event in the file. A line not yet ended by its newline is one the
+    mirror is still writing (a reader beside a live node) or a torn tail (`repair_torn_tail` cuts it at
+    start-up): either way not an event yet, so the tip is the line before it."""
     if not path.exists() or path.stat().st_size == 0:
         return GENESIS
     with open(path, "rb") as handle:
-        line = _read_last_line(handle, path.stat().st_size)
+        line = _read_last_line(handle, _terminated_end(handle, path.stat().st_size))
     if not line:
         return GENESIS
     event = decode_event(line)
