@@ -23,7 +23,7 @@ from typing import Final, TypeVar
 
 import msgspec
 
-from readmodels.documents import MemoryDoc, ScoreSpread
+from readmodels.documents import MemoryDoc
 from readmodels.graph.lookup import Span, cited_spans
 from readmodels.graph.model import InvalidGraphWrite, canonical_ts
 from readmodels.graph.records import EntityVersion
@@ -53,13 +53,13 @@ from readmodels.retrieval.ordering import Ordering, lane_hits
 from readmodels.retrieval.protocol import (
     DocumentScores,
     DocumentSearch,
-    DocumentSpread,
     GraphReads,
     TrustLookup,
     VectorSearch,
 )
 from readmodels.retrieval.resolve import Resolved, resolve_entities
 from readmodels.retrieval.same_as import classes_of, merge_same_as, within_session
+from readmodels.retrieval.spreads import lane_spreads
 from readmodels.retrieval.traversal import MAX_SEEDS, TraversalLane
 from readmodels.retrieval.work import TASK_TYPE, work_intent, work_state
 
@@ -124,7 +124,19 @@ class Retriever:
         pool = max(MIN_POOL, 3 * query.limit)
         # traversal alone still needs somewhere to start: the entities the question names
         first: list[str] = [lane for lane in wanted if lane != "traversal"] or ["exact"]
-        spreading = asyncio.ensure_future(self._spreads(models, query, as_of, wanted, chosen.fusion))
+        spread_stores = (
+            {"keyword": models.keyword, "vector": models.vector} if chosen.fusion == "calibrated" else {}
+        )
+        spreading = asyncio.ensure_future(
+            lane_spreads(
+                spread_stores,
+                query.text,
+                session=query.session,
+                as_of=as_of,
+                wanted=wanted,
+                timeout_s=self.lane_timeout_s,
+            )
+        )
         outcomes: dict[str, LaneOutcome] = dict(
             zip(
                 first,
@@ -210,26 +222,6 @@ class Retriever:
                 return "no keyword read model"
             return DocumentLane(lane, models.keyword, VERBATIM_KINDS).search
         return f"unknown lane {lane!r}"
-
-    async def _spreads(
-        self, models: ReadModels, query: Query, as_of: str | None, wanted: Sequence[str], fusion: str
-    ) -> dict[str, ScoreSpread | None]:
-        """How the keyword and vector lanes' scores spread over the documents in scope, from the stores
-        that can say (`DocumentSpread`), for the calibrated fusion; a store that fails is estimated."""
-        stores = {"keyword": models.keyword, "vector": models.vector}
-        asked: dict[str, DocumentSpread] = {}
-        for lane, store in stores.items():
-            if fusion == "calibrated" and lane in wanted and isinstance(store, DocumentSpread):
-                asked[lane] = store
-        text, session, timeout = query.text, query.session, self.lane_timeout_s
-        found = await asyncio.gather(
-            *(
-                asyncio.wait_for(store.spread(text, session=session, as_of=as_of), timeout)
-                for store in asked.values()
-            ),
-            return_exceptions=True,
-        )
-        return {lane: s for lane, s in zip(asked, found, strict=True) if isinstance(s, ScoreSpread)}
 
     async def _run(self, searcher: Searcher | str, query: Query, as_of: str | None, pool: int) -> LaneOutcome:
         if isinstance(searcher, str):
