@@ -3,9 +3,10 @@
 A node runs in its own process (`eventloom up`: embedded NATS, every role) with a synthetic agent memory
 (bench/corpus.py, 10,000 events by default). The same questions are then asked, one after another, three ways:
   raw    `MemoryClient.checkout` over NATS request/reply: what a gateway itself pays (the baseline);
-  stdio  the official MCP client to `eventloom mcp` (a subprocess on the same node), tool `memory_checkout`;
+  stdio  the official MCP client to `eventloom mcp` (a subprocess on the same node), tool `memory_search`
+         (answer "checkout");
   http   the official MCP client over streamable HTTP with a bearer token to `eventloom gateway http` (its
-         own process, as in docker-compose), tool `memory_checkout`.
+         own process, as in docker-compose), tool `memory_search` (answer "checkout").
 Appends are measured the same way (`EventLog.append` vs tool `memory_append`). Every MCP call also appends
 its `tool.call.completed` audit event before it answers, so that cost is inside the MCP numbers.
 """
@@ -118,7 +119,8 @@ async def measure(
     report: dict[str, Any] = {"checkout_ms": {"raw_query_service": percentiles(raw)}}
     for name, call in ways.items():
         asked = [
-            tool(call, "memory_checkout", {"text": text, "session": session}) for text, session in questions
+            tool(call, "memory_search", {"question": text, "session": session, "answer": "checkout"})
+            for text, session in questions
         ]
         report["checkout_ms"][f"mcp_{name}"] = measured(await each(asked, args.warmup), raw)
     count = args.warmup + args.calls

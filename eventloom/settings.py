@@ -99,6 +99,7 @@ class Settings:
     tokens_path: Path | None = None  # the HTTP gateway's bearer tokens (default <data>/tokens.json)
     audit_session: str = "eventloom-audit"  # where the gateway appends its `tool.call.completed` audit
     gateway_rate: float = 50.0  # HTTP gateway: calls per second per token, bursts of twice that
+    mcp_toolsets: str = "default"  # the MCP toolsets served to callers whose token names none (docs/mcp.md)
     nats_user: str | None = None  # a role's NATS user (default: the data dir's admin, for the operator)
     nats_password: str = field(default="", repr=False)
     # The optional LLM that may write consolidation summaries (never citations); off unless both are set.
@@ -247,6 +248,7 @@ class Settings:
             else None,
             audit_session=os.environ.get("EVENTLOOM_AUDIT_SESSION") or "eventloom-audit",
             gateway_rate=float(os.environ.get("EVENTLOOM_GATEWAY_RATE") or 50.0),
+            mcp_toolsets=os.environ.get("EVENTLOOM_MCP_TOOLSETS") or "default",
             nats_user=os.environ.get("EVENTLOOM_NATS_USER") or None,
             nats_password=os.environ.get("EVENTLOOM_NATS_PASSWORD", ""),
             llm_base_url=os.environ.get("EVENTLOOM_LLM_BASE_URL") or None,
@@ -290,6 +292,7 @@ class Settings:
             "EVENTLOOM_TOKENS_FILE": str(self.tokens_file),
             "EVENTLOOM_AUDIT_SESSION": self.audit_session,
             "EVENTLOOM_GATEWAY_RATE": f"{self.gateway_rate:g}",
+            "EVENTLOOM_MCP_TOOLSETS": self.mcp_toolsets,
             "EVENTLOOM_HEARTBEAT_INTERVAL_S": repr(self.heartbeat_interval_s),
             "EVENTLOOM_PEER_SUSPECT_AFTER_S": repr(self.peer_suspect_after_s),
             "EVENTLOOM_PEER_DEAD_AFTER_S": repr(self.peer_dead_after_s),

@@ -19,25 +19,18 @@ from gateway.mcp.client import ToolCall, ToolCallFailed, tool_caller
 from gateway.mcp.http import HttpGateway, http_role, serve_http
 from gateway.node import Node
 
-EVERY_TOOL = {
+DEFAULT_TOOLS = {
     "memory_append",
-    "memory_query",
-    "memory_checkout",
     "memory_invalidate",
+    "memory_search",
+    "memory_causal",
+    "memory_record_turn",
+    "memory_handoff",
     "memory_verify",
-    "memory_replay",
-    "context_assemble",
-    "context_after_turn",
-    "handoff_bundle",
-    "memory_inferred_status",
-    "memory_causal_successors",
-    "memory_causal_predecessors",
-    "memory_causal_path",
-    "memory_causal_explain",
-    "memory_graph_query",
-    "memory_consolidation_candidate",
-    "memory_consolidation_review",
 }
+REVIEW_TOOLS = {"memory_consolidation_candidate", "memory_consolidation_review", "memory_inferred_status"}
+ADMIN_TOOLS = {"memory_replay", "memory_graph_query"}
+EVERY_TOOL = DEFAULT_TOOLS | REVIEW_TOOLS | ADMIN_TOOLS
 WORKFLOW_RECORDING_TOOLS = {
     "workflow_run_start",
     "workflow_message",
@@ -72,7 +65,8 @@ CLAIMS_TOOLS = {
 }
 EVERY_TOOL |= WORKFLOW_RECORDING_TOOLS | WORKFLOW_READ_TOOLS | CLAIMS_TOOLS
 """The built-in tools and those of the workflow and claims packs, installed with Eventloom
-(`eventloom.mcp_tools`)."""
+(`eventloom.mcp_tools`): what a caller with every toolset sees (`EVENTLOOM_MCP_TOOLSETS=all`)."""
+EVERY_TOOLSET = {"EVENTLOOM_MCP_TOOLSETS": "all"}
 DECISION = "Cache prices in Redis with a 5 minute TTL"
 OUTCOME = "Checkout p95 fell from 480 ms to 140 ms"
 AUDIT = Settings().audit_session
@@ -103,18 +97,20 @@ async def exercise_every_tool(call: ToolCall) -> Told:
     assert cause["authoritative"] is False and cause["citations"]
     (effect,) = told.answers["effects"]["steps"]
     assert effect["effect"]["name"] == OUTCOME
-    found = await call("memory_causal_path", {"session": WORK, "source": "d-redis", "target": OUTCOME})
+    path = {"session": WORK, "name": "d-redis", "ask": "path", "target": OUTCOME}
+    found = await call("memory_causal", path)
     assert [[s["effect"]["name"] for s in p["steps"]] for p in found["paths"]] == [[OUTCOME]]
-    why = await call("memory_causal_explain", {"session": WORK, "name": OUTCOME})
+    why = await call("memory_causal", {"session": WORK, "name": OUTCOME, "ask": "why"})
     assert [s["cause"]["name"] for s in why["steps"]] == ["d-redis"] and why["explanations"][0]["citations"]
     handoff = told.answers["handoff"]
     assert handoff["integrity"]["ok"] and handoff["summary"]["events"] >= 10
     assert told.citations["turn"].startswith(f"eventloom://{CHAT}/events/1#")
     assert told.answers["turn"]["checkout"]["request"]["session"] == CHAT
 
-    current = await call("memory_query", {"text": "legacy price service", "session": WORK})
+    legacy = {"question": "legacy price service", "session": WORK, "answer": "hits"}
+    current = await call("memory_search", legacy)
     assert "legacy price service" not in {hit.get("entity") for hit in current["hits"]}
-    assembled = await call("context_assemble", {"text": "How do I flush stale prices?", "session": WORK})
+    assembled = await call("memory_search", {"question": "How do I flush stale prices?", "session": WORK})
     assert "redis-cli" in assembled["prompt"] and assembled["evidence"][0].startswith("eventloom://")
     replay = await call("memory_replay", {"session": WORK, "from_seq": 2, "limit": 3})
     assert [event["seq"] for event in replay["events"]] == [2, 3, 4] and replay["next_seq"] == 5
@@ -138,12 +134,15 @@ async def exercise_limits(call: ToolCall) -> None:
         call, "memory_append", {"session": "limits", "type": "note.taken", "payload": big}
     )
     assert too_big.code == "payload_too_large" and too_big.error["message"].startswith("payload:")
-    long_question = await failure(call, "memory_query", {"text": "q" * 4097, "session": "limits"})
-    assert long_question.code == "invalid_input" and "text" in long_question.error["message"]
+    long_question = await failure(call, "memory_search", {"question": "q" * 4097, "session": "limits"})
+    assert long_question.code == "invalid_input" and "question" in long_question.error["message"]
     assert "q" * 50 not in long_question.error["message"]  # field names and rules, not values
+    hits = {"question": "ok", "session": "limits", "answer": "hits"}
     for field, value in (("limit", 101), ("depth", 6)):
-        wrong = await failure(call, "memory_query", {"text": "ok", "session": "limits", field: value})
+        wrong = await failure(call, "memory_search", hits | {field: value})
         assert wrong.code == "invalid_input" and wrong.error["message"].startswith(field)
+    ignored = await failure(call, "memory_search", hits | {"answer": "prompt", "limit": 3})
+    assert ignored.code == "invalid_input" and ignored.error["message"].startswith("limit: only with")
     bad_payload = await failure(
         call, "memory_append", {"session": "limits", "type": "decision.made", "payload": {"decision_id": "d"}}
     )

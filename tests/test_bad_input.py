@@ -94,14 +94,14 @@ EXPECTED_CODES = {"invalid_input", "payload_too_large", "forbidden", "conflict",
 
 @pytest.mark.anyio
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(tool=st.sampled_from(["memory_append", "memory_invalidate", "memory_query", "memory_replay"]),
+@given(tool=st.sampled_from(["memory_append", "memory_invalidate", "memory_search", "memory_replay"]),
        arguments=tool_arguments)  # fmt: skip
 async def test_mcp_arguments_are_accepted_or_refused_with_a_code_never_a_crash(
     log: EventLog, tool: str, arguments: dict[str, Any]
 ) -> None:
     """The tools' real argument parsing and validation, in process, on a real log: whatever arrives."""
     backend = Backend(log=log, memory=MemoryClient(log.client, timeout_s=0.2))
-    server = EventloomMCP(backend, LocalOperator())
+    server = EventloomMCP(backend, LocalOperator(), toolsets="all")
     result = await server.call_tool(tool, arguments)
     if isinstance(result, CallToolResult) and result.is_error:
         error = (result.structured_content or {})["error"]

@@ -66,8 +66,9 @@ async def _settle(settings: Settings) -> None:
 
 async def test_agent_proposes_reviewer_promotes_and_retracts(settings: Settings) -> None:
     settings = replace(settings, producers="none")
-    agent = add_token(settings.tokens_file, "agent", "agent", ["cons-*"])
-    reviewer = add_token(settings.tokens_file, "alice", "agent", ["*"], may_review=True)
+    toolsets = ["default", "review"]
+    agent = add_token(settings.tokens_file, "agent", "agent", ["cons-*"], toolsets=toolsets)
+    reviewer = add_token(settings.tokens_file, "alice", "agent", ["*"], may_review=True, toolsets=toolsets)
     async with http_node(settings) as node:
         url = node.http_url or ""
         sources = await _facts(settings)
@@ -140,7 +141,8 @@ async def test_agent_proposes_reviewer_promotes_and_retracts(settings: Settings)
 
 
 async def _memory_hits(call: Any) -> list[dict[str, Any]]:
-    result = await call("memory_query", {"text": "gatekeeper orders ledger store", "session": SESSION})
+    asked = {"question": "gatekeeper orders ledger store", "session": SESSION, "answer": "hits"}
+    result = await call("memory_search", asked)
     return [h for h in result["hits"] if h["type"] == "claim" and h["valid_to"] is None]
 
 

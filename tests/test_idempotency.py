@@ -127,7 +127,7 @@ class _Operator:
 @contextlib.asynccontextmanager
 async def mcp_tools(log: EventLog) -> AsyncIterator[ToolCall]:
     backend = Backend(log=log, memory=MemoryClient(log.client, timeout_s=1))
-    async with Client(EventloomMCP(backend, _Operator()), read_timeout_seconds=60) as client:
+    async with Client(EventloomMCP(backend, _Operator(), toolsets="all"), read_timeout_seconds=60) as client:
         yield tool_caller(client)
 
 

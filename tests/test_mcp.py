@@ -26,6 +26,7 @@ from gateway.mcp.gate import FailedAttempts, RateLimiter
 from tests.conftest import run_cli
 from tests.mcp_support import (
     EVERY_TOOL,
+    EVERY_TOOLSET,
     exercise_every_tool,
     exercise_limits,
     failure,
@@ -45,6 +46,9 @@ def flattened(error: BaseException) -> list[str]:
     return [str(error), *(message for nested in inner for message in flattened(nested))]
 
 
+ANSWERS = ("prompt", "checkout", "hits")
+
+
 def clean_env() -> dict[str, str]:
     """This process's environment without Eventloom's settings, as a fresh MCP client would have it."""
     return {k: v for k, v in os.environ.items() if not k.startswith("EVENTLOOM_")}
@@ -52,7 +56,7 @@ def clean_env() -> dict[str, str]:
 
 async def test_stdio_starts_its_own_node_and_serves_every_tool(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    async with Client(stdio_server(data, clean_env()), read_timeout_seconds=60) as client:
+    async with Client(stdio_server(data, clean_env() | EVERY_TOOLSET), read_timeout_seconds=60) as client:
         assert {tool.name for tool in (await client.list_tools()).tools} == EVERY_TOOL
         running = read_runtime(data / "runtime.json")
         assert running is not None and running.pid != os.getpid() and running.embedded
@@ -82,7 +86,7 @@ async def test_stdio_uses_the_node_already_running(tmp_path: Path) -> None:
 
 
 async def test_http_serves_every_tool_to_an_admin(settings: Settings) -> None:
-    token = add_token(settings.tokens_file, "operator", "admin", ["*"])
+    token = add_token(settings.tokens_file, "operator", "admin", ["*"], toolsets=["all"])
     async with http_node(settings) as node:
         assert node.http_url is not None
         async with http_tools(node.http_url, token) as call:
@@ -120,12 +124,14 @@ async def test_http_refuses_a_missing_or_wrong_token(settings: Settings) -> None
             assert health.status_code == 200 and health.json() == {"ok": True, "failing": {}}
         with pytest.raises(BaseException) as refused:
             async with http_tools(node.http_url, "elt_wrong") as call:
-                await call("memory_query", {"text": "anything", "session": "s1"})
+                await call("memory_search", {"question": "anything", "session": "s1"})
         assert "error response" in " ".join(flattened(refused.value))  # the 401 above, as the client sees it
 
 
 async def test_http_enforces_the_session_scope_for_reads_and_writes(settings: Settings) -> None:
-    token = add_token(settings.tokens_file, "team-a-bot", "agent", ["team-a-*"])
+    token = add_token(
+        settings.tokens_file, "team-a-bot", "agent", ["team-a-*"], toolsets=["default", "review"]
+    )
     async with http_node(settings) as node, http_tools(node.http_url or "", token) as call:
         mine = await call("memory_append", {"session": "team-a-1", "type": "note.taken", "payload": {"n": 1}})
         assert mine["seq"] == 1
@@ -133,18 +139,14 @@ async def test_http_enforces_the_session_scope_for_reads_and_writes(settings: Se
         denied: list[tuple[str, dict[str, Any]]] = [
             ("memory_append", {**theirs, "type": "note.taken", "payload": {"n": 1}}),
             ("memory_invalidate", {**theirs, "entity": {"name": "x", "entity_type": "service"}}),
-            ("context_after_turn", {**theirs, "text": "hello"}),
-            ("memory_query", {**theirs, "text": "notes"}),
-            ("memory_checkout", {**theirs, "text": "notes"}),
-            ("context_assemble", {**theirs, "text": "notes"}),
-            ("handoff_bundle", theirs),
+            ("memory_record_turn", {**theirs, "text": "hello"}),
+            *[("memory_search", {**theirs, "question": "notes", "answer": a}) for a in ANSWERS],
+            ("memory_handoff", theirs),
             ("memory_verify", theirs),
             ("memory_inferred_status", theirs),
-            ("memory_causal_successors", {**theirs, "name": "x"}),
-            ("memory_causal_predecessors", {**theirs, "name": "x"}),
-            ("memory_causal_path", {**theirs, "source": "x", "target": "y"}),
-            ("memory_causal_explain", {**theirs, "name": "x"}),
-            ("memory_query", {"text": "notes"}),  # every session at once
+            *[("memory_causal", {**theirs, "name": "x", "ask": ask}) for ask in ("causes", "effects", "why")],
+            ("memory_causal", {**theirs, "name": "x", "ask": "path", "target": "y"}),
+            ("memory_search", {"question": "notes", "answer": "hits"}),  # every session at once
             ("memory_verify", {}),
             ("memory_replay", {"session": "team-a-1"}),  # admin only
             ("memory_graph_query", {"cypher": "MATCH (n) RETURN count(n) AS n"}),
@@ -152,7 +154,7 @@ async def test_http_enforces_the_session_scope_for_reads_and_writes(settings: Se
         for name, arguments in denied:
             refused = await failure(call, name, arguments)
             assert refused.code == "forbidden", (name, refused.error)
-        own = await call("memory_query", {"text": "notes", "session": "team-a-1"})
+        own = await call("memory_search", {"question": "notes", "session": "team-a-1", "answer": "hits"})
         assert own["query"]["session"] == "team-a-1"
         async with await EventLog.open(settings) as log:
             assert [e async for e in log.events("team-b-1")] == []
@@ -299,7 +301,7 @@ async def test_graph_query_reads_no_file_and_the_audit_keeps_the_statement(
 ) -> None:
     secret = tmp_path / "outside.csv"
     secret.write_text("k\nnot-for-agents-91c2\n")
-    token = add_token(settings.tokens_file, "operator", "admin", ["*"])
+    token = add_token(settings.tokens_file, "operator", "admin", ["*"], toolsets=["default", "admin"])
     attempts = [
         f"LOAD FROM '{secret}' RETURN *",
         f"COPY (MATCH (n) RETURN count(n)) TO '{tmp_path / 'written.csv'}'",

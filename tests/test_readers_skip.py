@@ -45,7 +45,7 @@ class Doors:
 
 @pytest.fixture
 async def doors(settings: Settings) -> AsyncIterator[Doors]:
-    token = add_token(settings.tokens_file, "operator", "admin", ["*"])
+    token = add_token(settings.tokens_file, "operator", "admin", ["*"], toolsets=["default", "admin"])
     async with http_node(replace(settings, projectors="graph", producers="none")) as node:
         assert node.http_url is not None
         async with http_tools(node.http_url, token) as call:
@@ -92,7 +92,7 @@ async def assert_every_reader_skips(settings: Settings, doors: Doors, valid: lis
     replay = await doors.call("memory_replay", {"session": SESSION})
     assert [e["hash"] for e in replay["events"]] == hashes
     assert (replay["skipped"], replay["warnings"]) == (3, [SKIPPED])
-    handoff = await doors.call("handoff_bundle", {"session": SESSION})
+    handoff = await doors.call("memory_handoff", {"session": SESSION})
     assert [line["citation"] for line in handoff["replay"]] == [e.citation for e in valid]
     assert handoff["summary"]["events"] == len(valid) and handoff["summary"]["last_hash"] == valid[-1].hash
     assert (handoff["skipped"], handoff["warnings"]) == (3, [SKIPPED])

@@ -117,7 +117,7 @@ def test_the_roles_run_as_separate_processes(
     producers = ("producer", "run", *every, "claims_contradictions")  # docker-compose's
     roles.start("producers", *producers, **role_env(settings, "producer"))
     roles.start("projector", "projector", "run", "workflow", **role_env(settings, "projector"))
-    token = add_token(settings.tokens_file, "operator", "admin", ["*"])
+    token = add_token(settings.tokens_file, "operator", "admin", ["*"], toolsets=["all"])
     port = free_port()
     gateway = role_env(settings, "gateway")
     roles.start("gateway", "gateway", "http", "--listen", f"127.0.0.1:{port}", **gateway)

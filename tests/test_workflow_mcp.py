@@ -49,7 +49,9 @@ class Token:
 @contextlib.asynccontextmanager
 async def tools(log: EventLog, principal: Principal) -> AsyncIterator[ToolCall]:
     backend = Backend(log=log, memory=MemoryClient(log.client, timeout_s=1))
-    async with Client(EventloomMCP(backend, Token(principal)), read_timeout_seconds=60) as client:
+    async with Client(
+        EventloomMCP(backend, Token(principal), toolsets="all"), read_timeout_seconds=60
+    ) as client:
         listed = {tool.name for tool in (await client.list_tools()).tools}
         assert listed >= RECORDING_TOOLS | READ_TOOLS
         yield tool_caller(client)

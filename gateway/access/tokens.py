@@ -28,6 +28,7 @@ Role = Literal["agent", "admin"]
 TOKEN_PREFIX: Final = "elt_"  # noqa: S105 (a prefix that makes leaked tokens greppable, not a secret)
 _NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 _PATTERN = re.compile(r"^[A-Za-z0-9_*?\[\]!-]{1,128}$")
+_TOOLSET = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 _ACTOR_PATTERN = re.compile(r"^[^\x00-\x1f]{1,256}$")
 _RELOAD_EVERY_S: Final = 1.0
 
@@ -45,6 +46,7 @@ class Principal(msgspec.Struct, frozen=True):
     sessions: tuple[str, ...]
     actors: tuple[str, ...] = ("*",)
     may_review: bool = False
+    toolsets: tuple[str, ...] | None = None  # None: the server's (EVENTLOOM_MCP_TOOLSETS)
 
     @property
     def reviewer(self) -> bool:
@@ -82,6 +84,7 @@ class TokenEntry(msgspec.Struct, frozen=True, kw_only=True):
     created_at: str
     actors: list[str] | None = None  # None (files written before actors existed): `default_actors`
     may_review: bool = False  # review rights (consolidation verdicts, promotions, retractions)
+    toolsets: list[str] | None = None  # the MCP toolsets it sees; None: the server's
 
     @property
     def actor_patterns(self) -> list[str]:
@@ -102,6 +105,11 @@ class TokenEntry(msgspec.Struct, frozen=True, kw_only=True):
         for index, pattern in enumerate(self.actors or []):
             if not _ACTOR_PATTERN.match(pattern):
                 raise TokenFileError(f"{where}.actors[{index}]: not an actor pattern: {pattern!r}")
+        if self.toolsets is not None and not self.toolsets:
+            raise TokenFileError(f"{where}.toolsets: expected at least one toolset name")
+        for index, name in enumerate(self.toolsets or []):
+            if not _TOOLSET.match(name):
+                raise TokenFileError(f"{where}.toolsets[{index}]: not a toolset name: {name!r}")
 
 
 class TokenFile(msgspec.Struct, kw_only=True):
@@ -142,6 +150,7 @@ def add_token(
     actors: list[str] | None = None,
     *,
     may_review: bool = False,
+    toolsets: list[str] | None = None,
 ) -> str:
     """Store a new token's digest and return the token itself: the only time it is ever shown."""
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
@@ -153,6 +162,7 @@ def add_token(
         created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         actors=actors or default_actors(name, role),
         may_review=may_review,
+        toolsets=toolsets,
     )
     entry.check("token")
     tokens = read_tokens(path)
@@ -197,6 +207,7 @@ class TokenBook:
             tuple(found.sessions),
             tuple(found.actor_patterns),
             may_review=found.may_review,
+            toolsets=tuple(found.toolsets) if found.toolsets is not None else None,
         )
 
     def count(self) -> int:

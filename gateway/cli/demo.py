@@ -3,6 +3,7 @@ stdio, exactly as an MCP client's configuration starts it); then what memory ans
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from typing import Annotated, Any
@@ -18,6 +19,8 @@ from eventloom.runtime import read_runtime
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, run, settings_of
 from gateway.cli.demo_story import CHAT, WORK, Told, tell
+
+DEMO_TOOLSETS = "default,review"
 
 
 def register(app: typer.Typer) -> None:
@@ -66,10 +69,13 @@ async def _demo(settings: Settings) -> bool:
         console.print(
             f"[bold]1. node up[/]: embedded NATS at {url}, every role running, data in {settings.data_dir}"
         )
-        async with Client(stdio_server(settings.data_dir), read_timeout_seconds=60) as client:
+        # The demo shows the inferred edges' audit too, a tool of the `review` toolset.
+        server = stdio_server(settings.data_dir, os.environ | {"EVENTLOOM_MCP_TOOLSETS": DEMO_TOOLSETS})
+        async with Client(server, read_timeout_seconds=60) as client:
             tools = await client.list_tools()
             console.print(
-                f"[bold]2. MCP client connected[/] to `eventloom mcp` over stdio: {len(tools.tools)} tools"
+                f"[bold]2. MCP client connected[/] to `eventloom mcp` over stdio: {len(tools.tools)} tools "
+                f"(toolsets {DEMO_TOOLSETS})"
             )
             told = await tell(tool_caller(client))
         _show(told)
@@ -94,7 +100,7 @@ def _show(told: Told) -> None:
     )
     checkout = told.answers["checkout"]
     prompt = Text(checkout["prompt"])  # plain text: its "[n]" citations are not markup
-    console.print(Panel(prompt, title="5. Memory Checkout (memory_checkout, prompt text)", expand=False))
+    console.print(Panel(prompt, title="5. Memory Checkout (memory_search, prompt text)", expand=False))
     console.print(f"   answerability: {escape(str(checkout['answerability']))}")
     _show_as_of(told)
     _show_edges(told)
@@ -109,7 +115,7 @@ def _show(told: Told) -> None:
 
 def _show_as_of(told: Told) -> None:
     as_of = told.answers["as_of"]
-    console.print(f"[bold]6. memory_query as of {told.events['fact']['ts']}[/] (before the revision):")
+    console.print(f"[bold]6. memory_search as of {told.events['fact']['ts']}[/] (before the revision):")
     for hit in as_of["hits"][:3]:
         window = f"valid {hit.get('valid_from')} .. {hit.get('valid_to') or 'now'}"
         cites = ", ".join(c["uri"] for c in hit.get("citations", [])[:2])

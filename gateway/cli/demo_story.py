@@ -152,7 +152,7 @@ async def day_one(call: ToolCall, told: Told) -> None:
 
 
 async def day_two(call: ToolCall, told: Told) -> None:
-    told.answers["handoff"] = await call("handoff_bundle", {"session": WORK, "replay": 5})
+    told.answers["handoff"] = await call("memory_handoff", {"session": WORK, "replay": 5})
     await asyncio.sleep(0.01)  # the revision's valid_from must be later than the first version's
     await _append(
         call,
@@ -181,7 +181,7 @@ async def day_two(call: ToolCall, told: Told) -> None:
     )
     told.citations["invalidated"] = invalidated["citation"]
     told.answers["turn"] = await call(
-        "context_after_turn",
+        "memory_record_turn",
         {
             "session": CHAT,
             "text": "A customer saw an old price at checkout. How long can prices be stale?",
@@ -216,8 +216,8 @@ async def caught_up(call: ToolCall, told: Told) -> None:
     await wait_for(call, "memory_inferred_status", {"session": WORK}, lambda s: s["edges"] >= 2)
     await wait_for(
         call,
-        "memory_query",
-        {"text": "price cache TTL", "session": WORK, "limit": 5},
+        "memory_search",
+        {"question": "price cache TTL", "session": WORK, "answer": "hits", "limit": 5},
         lambda r: "60 seconds" in _summaries(r),
     )
 
@@ -225,20 +225,24 @@ async def caught_up(call: ToolCall, told: Told) -> None:
 async def ask(call: ToolCall, told: Told) -> None:
     """The questions the demo prints answers to."""
     told.answers["checkout"] = await call(
-        "memory_checkout",
-        {"text": "How long are prices cached, and why?", "session": WORK, "token_budget": 900},
+        "memory_search",
+        {
+            "question": "How long are prices cached, and why?",
+            "session": WORK,
+            "answer": "checkout",
+            "token_budget": 900,
+        },
     )
     first_version_at = told.events["fact"]["ts"]
-    told.answers["as_of"] = await call(
-        "memory_query", {"text": "price cache TTL", "session": WORK, "as_of": first_version_at, "limit": 3}
-    )
+    as_of = {"question": "price cache TTL", "session": WORK, "as_of": first_version_at}
+    told.answers["as_of"] = await call("memory_search", as_of | {"answer": "hits", "limit": 3})
     told.answers["inferred"] = await call("memory_inferred_status", {"session": WORK})
     told.answers["causes"] = await call(
-        "memory_causal_predecessors", {"session": WORK, "name": "Checkout p95 fell from 480 ms to 140 ms"}
+        "memory_causal", {"session": WORK, "name": "Checkout p95 fell from 480 ms to 140 ms", "ask": "causes"}
     )
     told.answers["effects"] = await call(
-        "memory_causal_successors",
-        {"session": WORK, "name": "d-redis"},  # the decision it cited
+        "memory_causal",
+        {"session": WORK, "name": "d-redis", "ask": "effects"},  # the decision it cited
     )
     told.answers["verify"] = await call("memory_verify", {"session": WORK})
 

@@ -40,6 +40,11 @@ def register(app: typer.Typer) -> None:
         help="Serve MCP on stdin/stdout for one agent. Uses the node running on this data dir (or "
         "EVENTLOOM_NATS_URL); when none runs, starts one in this process and stops it on exit.",
     )(mcp)
+    app.command(
+        "toolsets",
+        help="The MCP toolsets and their tools, with what each costs in an agent's context. Enable them "
+        "with EVENTLOOM_MCP_TOOLSETS (default: default) or per token (`tokens add --toolsets`).",
+    )(toolsets_cmd)
     app.add_typer(gateway_app, name="gateway")
     app.add_typer(query_app, name="query")
     app.add_typer(tokens_app, name="tokens")
@@ -140,6 +145,40 @@ async def _serve_queries(settings: Settings) -> None:
             await supervisor.run(roles, stop)
 
 
+def toolsets_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print docs/mcp.md's table")] = False,
+) -> None:
+    from gateway.mcp.surface import (  # noqa: PLC0415 (the MCP SDK, when the command runs)
+        TOKENIZER,
+        first_line,
+        markdown_table,
+        toolset_surfaces,
+    )
+
+    surfaces = toolset_surfaces()
+    if markdown:
+        print(markdown_table(surfaces))
+        return
+    if as_json:
+        listed = {
+            surface.name: {
+                "tools": [
+                    {"name": tool["name"], "summary": first_line(tool["description"])}
+                    for tool in surface.tools
+                ],
+                "tokens": surface.tokens,
+            }
+            for surface in surfaces
+        }
+        print_json({"toolsets": listed, "tokenizer": TOKENIZER})
+        return
+    for surface in surfaces:
+        print(f"{surface.name}: {len(surface.tools)} tools, ~{surface.tokens:,} tokens")
+        for tool in surface.tools:
+            print(f"  {tool['name']}: {first_line(tool['description'])}")
+
+
 def _stop_on_signals() -> asyncio.Event:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -173,14 +212,25 @@ def tokens_add(
             "same_as edges (an admin token always may)",
         ),
     ] = False,
+    toolsets: Annotated[
+        str | None,
+        typer.Option(
+            "--toolsets",
+            help="The MCP toolsets it sees, e.g. default,claims (or all). Default: the server's "
+            "(EVENTLOOM_MCP_TOOLSETS). `eventloom mcp toolsets` lists them",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     if role not in ("agent", "admin"):
         fail("--role: expected agent or admin", EXIT_INVALID)
     path = settings_of(ctx).tokens_file
     actors = actor or default_actors(name, cast(Role, role))
+    chosen = _toolsets_option(toolsets)
     try:
-        token = add_token(path, name, cast(Role, role), session, actors, may_review=may_review)
+        token = add_token(
+            path, name, cast(Role, role), session, actors, may_review=may_review, toolsets=chosen
+        )
     except EventloomError as exc:
         fail(str(exc), EXIT_INVALID)
     if as_json:
@@ -191,6 +241,7 @@ def tokens_add(
                 "sessions": session,
                 "actors": actors,
                 "may_review": may_review or role == "admin",
+                "toolsets": chosen,
                 "token": token,
                 "file": str(path),
             }
@@ -218,6 +269,7 @@ def tokens_list(
                     "sessions": e.sessions,
                     "actors": e.actor_patterns,
                     "may_review": e.may_review or e.role == "admin",
+                    "toolsets": e.toolsets,
                     "created_at": e.created_at,
                 }
                 for e in entries
@@ -227,7 +279,22 @@ def tokens_list(
     for entry in entries:
         actors = ",".join(entry.actor_patterns)
         role = f"{entry.role}+review" if entry.may_review and entry.role != "admin" else entry.role
-        print(f"{entry.name}  {role}  {','.join(entry.sessions)}  {actors}  {entry.created_at}")
+        toolsets = ",".join(entry.toolsets) if entry.toolsets is not None else "(server's toolsets)"
+        print(f"{entry.name}  {role}  {','.join(entry.sessions)}  {actors}  {toolsets}  {entry.created_at}")
+
+
+def _toolsets_option(text: str | None) -> list[str] | None:
+    """`--toolsets` checked against the toolsets the installed tools declare."""
+    if text is None:
+        return None
+    from gateway.mcp.server import installed_toolsets  # noqa: PLC0415 (the MCP SDK, when asked)
+    from gateway.mcp.toolsets import ALL_TOOLSETS, parse_toolsets  # noqa: PLC0415
+
+    try:
+        chosen = parse_toolsets(text, installed_toolsets(), "--toolsets")
+        return [ALL_TOOLSETS] if ALL_TOOLSETS in text.split(",") else sorted(chosen)
+    except ValueError as exc:
+        fail(str(exc), EXIT_INVALID)
 
 
 @tokens_app.command("revoke", help="Delete a token; gateways stop accepting it within a second.")

@@ -17,16 +17,18 @@ errors as the built-ins. A plug-in that fails to load is left out, with a warnin
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 import re
 import time
 from collections.abc import Mapping
 from importlib.metadata import entry_points
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, cast
 
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent
 from pydantic import BaseModel, ConfigDict
 
 from eventloom.event import SESSION_PATTERN
@@ -42,6 +44,14 @@ from gateway.mcp.tools_consolidation import REVIEW_TOOLS, register_consolidation
 from gateway.mcp.tools_context import register_context_tools
 from gateway.mcp.tools_log import ADMIN_TOOLS, register_log_tools
 from gateway.mcp.tools_memory import register_memory_tools
+from gateway.mcp.toolsets import (
+    DEFAULT_TOOLSET,
+    ToolAccess,
+    catalogue_of,
+    in_toolset,
+    parse_toolsets,
+    tools_need,
+)
 
 log = logging.getLogger(__name__)
 TOOLS_GROUP: Final = "eventloom.mcp_tools"
@@ -84,7 +94,11 @@ class BearerTokens:
 
 
 class EventloomMCP(MCPServer):
-    def __init__(self, backend: Backend, authenticator: Authenticator) -> None:
+    """`toolsets` (default: the settings' `EVENTLOOM_MCP_TOOLSETS`) are served to callers whose token names
+    none; every tool is registered, and each caller sees and may call those of its toolsets
+    (`gateway.mcp.toolsets`)."""
+
+    def __init__(self, backend: Backend, authenticator: Authenticator, toolsets: str | None = None) -> None:
         super().__init__(
             "eventloom",
             title="Eventloom memory",
@@ -94,18 +108,29 @@ class EventloomMCP(MCPServer):
         )
         self.backend = backend
         self.authenticator = authenticator
-        register_memory_tools(self, backend)
-        register_causal_tools(self, backend)
-        register_context_tools(self, backend)
-        register_log_tools(self, backend)
-        register_consolidation_tools(self, backend)
+        register_builtin_tools(self, backend)
         register_plugin_tools(self, backend)
+        catalogue = catalogue_of(self)
+        if toolsets is None:
+            toolsets = backend.settings.mcp_toolsets if backend is not None else DEFAULT_TOOLSET
+        chosen = parse_toolsets(toolsets, catalogue.toolsets, "EVENTLOOM_MCP_TOOLSETS")
+        self.access = ToolAccess(catalogue, chosen)
         self.tool_names = frozenset(tool.name for tool in self._tool_manager.list_tools())
         self.rows_scoped = rows_scoped(self)
         self.arguments_of: dict[str, frozenset[str]] = {}
         for tool in self._tool_manager.list_tools():
             strict_arguments(tool)
+            tool.description = plain_description(tool.description or "")
             self.arguments_of[tool.name] = frozenset(tool.parameters.get("properties", {}))
+
+    async def _handle_list_tools(
+        self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        """Only the tools of the caller's toolsets that it may use; nobody valid calling sees none."""
+        context = Context(request_context=ctx, mcp_server=self)
+        caller = await self.authenticator.caller(_headers(context))
+        visible = self.access.visible(caller.principal) if caller is not None else frozenset()
+        return ListToolsResult(tools=[tool for tool in await self.list_tools() if tool.name in visible])
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -133,13 +158,26 @@ class EventloomMCP(MCPServer):
         principal = caller.principal
         if name not in self.tool_names:
             raise ToolFailure("unknown_tool", f"name: no tool named {name!r}")
+        if not self.access.may_use(principal, name):
+            right = self.access.catalogue.needs[name]
+            raise ToolFailure(
+                "forbidden",
+                f"{name}: needs {'an admin token' if right == 'admin' else 'review rights'}; "
+                f"token {principal.name!r} has none",
+            )
+        toolset = self.access.catalogue.toolset_of[name]
+        if toolset not in self.access.toolsets_for(principal):
+            raise ToolFailure(
+                "unknown_tool",
+                f"name: {name} is in the toolset {toolset!r}, not enabled for token {principal.name!r}",
+                f"Use the tools tools/list shows, or ask an operator to enable {toolset!r} "
+                "(EVENTLOOM_MCP_TOOLSETS, or `eventloom tokens add --toolsets`).",
+            )
         if unknown := sorted(set(arguments) - self.arguments_of[name]):
             taken = ", ".join(sorted(self.arguments_of[name])) or "nothing"
             raise ToolFailure(
                 "invalid_input", f"{unknown[0][:64]}: not an argument of {name}, which takes {taken}"
             )
-        if name in ADMIN_TOOLS and principal.role != "admin":
-            raise ToolFailure("forbidden", f"{name}: needs an admin token; {principal.name!r} is an agent")
         _authorize_review(principal, name, arguments)
         session = arguments.get("session")
         if session is not None and not isinstance(session, str):
@@ -197,13 +235,40 @@ class EventloomMCP(MCPServer):
             log.exception("could not append the audit event for %s", payload["tool"])
 
 
+def register_builtin_tools(server: MCPServer, backend: Backend) -> None:
+    """The built-in tools, in their toolsets: `default` for an agent's memory work, `review` for derived
+    memory, `admin` for the raw log and graph."""
+    register_memory_tools(server, backend)
+    register_causal_tools(server, backend)
+    register_context_tools(server, backend)
+    register_log_tools(server, backend)
+    register_consolidation_tools(server, backend)
+    in_toolset(server, DEFAULT_TOOLSET, *_undeclared(server))
+    in_toolset(server, "review", *REVIEW_TOOLS, "memory_consolidation_candidate", "memory_inferred_status")
+    in_toolset(server, "admin", *ADMIN_TOOLS)
+    tools_need(server, "admin", *ADMIN_TOOLS)
+    tools_need(server, "review", *REVIEW_TOOLS)
+
+
 def register_plugin_tools(server: MCPServer, backend: Backend) -> None:
-    """Call the `register(server, backend)` of every installed `eventloom.mcp_tools` entry point."""
+    """Call the `register(server, backend)` of every installed `eventloom.mcp_tools` entry point; the tools
+    it registers (and declares in no toolset itself) form the toolset named after the entry point."""
     for entry in sorted(entry_points(group=TOOLS_GROUP), key=lambda e: e.name):
         try:
             entry.load()(server, backend)
         except Exception:  # a broken plug-in must not take the built-in tools down with it
             log.exception("the MCP tools plug-in %r (%s) was left out", entry.name, entry.value)
+        in_toolset(server, entry.name, *_undeclared(server))
+
+
+def _undeclared(server: MCPServer) -> list[str]:
+    declared = catalogue_of(server).toolset_of
+    return [tool.name for tool in server._tool_manager.list_tools() if tool.name not in declared]
+
+
+def installed_toolsets() -> tuple[str, ...]:
+    """The toolsets of the tools installed here (built-in and plug-in), without a backend to serve them."""
+    return catalogue_of(EventloomMCP(cast(Backend, None), LocalOperator(), DEFAULT_TOOLSET)).toolsets
 
 
 def _authorize_review(principal: Principal, name: str, arguments: Mapping[str, Any]) -> None:
@@ -234,7 +299,39 @@ def strict_arguments(tool: Any) -> None:
         loose.__name__, (loose,), {"model_config": config, "__module__": loose.__module__}
     )
     tool.fn_metadata.arg_model = strict
-    tool.parameters = strict.model_json_schema(by_alias=True)
+    tool.parameters = compact_schema(strict.model_json_schema(by_alias=True))
+    if tool.output_schema is not None:
+        tool.output_schema = compact_schema(tool.output_schema)
+
+
+def plain_description(docstring: str) -> str:
+    """A docstring as an LLM should read it: one line a paragraph, no indentation or wrapping."""
+    paragraphs = inspect.cleandoc(docstring).split("\n\n")
+    return "\n".join(" ".join(paragraph.split()) for paragraph in paragraphs if paragraph.strip())
+
+
+def compact_schema(schema: Any) -> Any:
+    """`schema` as an LLM reads it best, and cheapest: no generated titles, and an optional argument as
+    its own type (omitting it is how to say "none"; the server still takes an explicit null)."""
+    if isinstance(schema, list):
+        return [compact_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    compact: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title":
+            continue
+        if key in ("properties", "$defs"):
+            compact[key] = {name: compact_schema(item) for name, item in value.items()}
+        else:
+            compact[key] = compact_schema(value)
+    options = compact.get("anyOf")
+    if isinstance(options, list) and compact.get("default", ...) is None:
+        kept = [option for option in options if option != {"type": "null"}]
+        if len(kept) == 1 and len(options) == 2:
+            del compact["anyOf"], compact["default"]
+            compact = {**kept[0], **compact}
+    return compact
 
 
 def _scoped(result: Any, principal: Principal) -> Any:

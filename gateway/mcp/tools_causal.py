@@ -1,60 +1,91 @@
-"""Tools that read causal claims as paths and explanations (`readmodels.retrieval.causal_reads`).
+"""`memory_causal`: causal claims read as chains, paths and explanations (`readmodels.retrieval.causal_*`).
 
-`memory_causal_successors` and `memory_causal_predecessors` live with the other memory tools
-(`gateway.mcp.tools_memory`). Every answer is non-authoritative and cites, per step, the event that recorded
-the edge and the events its evidence cites.
+One tool, four questions (`ask`): what caused an entity, what it caused, how one led to another, and why an
+outcome happened with its recorded explanations. Every answer is non-authoritative and cites, per step, the
+event that recorded the edge and the events its evidence cites.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from gateway.access.backend import Backend
-from gateway.mcp.arguments import AsOf, Limit, Name, Session, SnakeCase
-from readmodels.retrieval.causal_reads import CausalExplainRequest, CausalPathRequest
+from gateway.mcp.arguments import AsOf, Name, Session, SnakeCase
+from gateway.mcp.failures import ToolFailure
+from readmodels.retrieval.causal_chains import CausalRequest
+from readmodels.retrieval.causal_reads import (
+    DEFAULT_PATH_LIMIT,
+    MAX_PATH_LIMIT,
+    CausalExplainRequest,
+    CausalPathRequest,
+)
+from readmodels.retrieval.model import MAX_DEPTH, MAX_LIMIT
 
-PathDepth = Annotated[int, Field(ge=1, le=5, description="The longest path to look for, in edges.")]
-PathLimit = Annotated[int, Field(ge=1, le=20, description="The most paths to return.")]
-ExplainDepth = Annotated[int, Field(ge=1, le=5, description="How many hops of causes to follow.")]
+CausalAsk = Literal["causes", "effects", "path", "why"]
+DEFAULT_CAUSAL_DEPTH = 3
+DEFAULT_CAUSAL_LIMIT = 20
+CAUSAL = """Follow recorded cause-and-effect between entities (decisions, tasks, outcomes, services), \
+hop by hop; every step cited and non-authoritative (verify before acting).
+
+ask: "causes" what led to `name`; "effects" what `name` led to; "path" the shortest chains from `name` \
+(a cause) to `target` (an effect); "why" the outcomes `name` is or concerns, their causes and each \
+recorded explanation.
+
+Names may differ in case or be part of the entity's name; no match gives `suggestions`.
+
+Example: {"session": "checkout-perf", "name": "Checkout p95 fell", "ask": "why"}. \
+For what memory says about a topic, use memory_search."""
 
 
 def register_causal_tools(server: MCPServer, backend: Backend) -> None:
-    @server.tool()
-    async def memory_causal_path(
-        session: Session,
-        source: Name,
-        target: Name,
-        depth: PathDepth = 5,
-        as_of: AsOf = None,
-        limit: PathLimit = 5,
-    ) -> dict[str, Any]:
-        """How `source` led to `target`: the shortest chains of causal edges from the one (a cause) to the
-        other (an effect), each step cited (non-authoritative).
-
-        Names may differ in case or be a part of an entity's name; an end that matches nothing has no
-        entities, and `suggestions` lists the closest names for it. No path: `paths` is empty."""
-        request = CausalPathRequest(
-            session=session, source=source, target=target, depth=depth, as_of=as_of, limit=limit
-        )
-        return dict(msgspec.to_builtins(await backend.memory.causal_path(request)))
-
-    @server.tool()
-    async def memory_causal_explain(
+    @server.tool(description=CAUSAL)
+    async def memory_causal(
         session: Session,
         name: Name,
-        entity_type: SnakeCase | None = None,
-        depth: ExplainDepth = 3,
+        ask: CausalAsk = "causes",
+        target: Annotated[Name | None, Field(description="path: the effect to reach.")] = None,
+        entity_type: Annotated[SnakeCase | None, Field(description="Only entities of this type.")] = None,
+        depth: Annotated[int | None, Field(ge=1, le=MAX_DEPTH, description="Most hops (default 3).")] = None,
         as_of: AsOf = None,
-        limit: Limit = 20,
+        limit: Annotated[
+            int | None, Field(ge=1, le=MAX_LIMIT, description="Most edges a hop (path: paths, 20 at most).")
+        ] = None,
     ) -> dict[str, Any]:
-        """Why an outcome happened: the outcomes `name` is, or that concern it (an outage of a service, by
-        the service's name), their causal predecessors hop by hop, and each recorded `outcome.explained`
-        explanation with the events it cites (non-authoritative)."""
-        request = CausalExplainRequest(
-            session=session, name=name, entity_type=entity_type, depth=depth, as_of=as_of, limit=limit
+        if ask != "path" and target is not None:
+            raise ToolFailure("invalid_input", "target: only with ask='path'")
+        if ask == "path":
+            if target is None:
+                raise ToolFailure("invalid_input", "target: required with ask='path'")
+            if entity_type is not None:
+                raise ToolFailure("invalid_input", "entity_type: not with ask='path'")
+            if limit is not None and limit > MAX_PATH_LIMIT:
+                raise ToolFailure("invalid_input", f"limit: at most {MAX_PATH_LIMIT} paths with ask='path'")
+            path = CausalPathRequest(
+                session=session,
+                source=name,
+                target=target,
+                depth=depth or MAX_DEPTH,
+                as_of=as_of,
+                limit=limit or DEFAULT_PATH_LIMIT,
+            )
+            return dict(msgspec.to_builtins(await backend.memory.causal_path(path)))
+        depth, limit = depth or DEFAULT_CAUSAL_DEPTH, limit or DEFAULT_CAUSAL_LIMIT
+        if ask == "why":
+            why = CausalExplainRequest(
+                session=session, name=name, entity_type=entity_type, depth=depth, as_of=as_of, limit=limit
+            )
+            return dict(msgspec.to_builtins(await backend.memory.causal_explain(why)))
+        chain = CausalRequest(
+            session=session,
+            name=name,
+            direction="predecessors" if ask == "causes" else "successors",
+            entity_type=entity_type,
+            depth=depth,
+            as_of=as_of,
+            limit=limit,
         )
-        return dict(msgspec.to_builtins(await backend.memory.causal_explain(request)))
+        return dict(msgspec.to_builtins(await backend.memory.causal(chain)))

@@ -1,4 +1,5 @@
-"""Tools over consolidation: propose, show or list candidates; review one (review rights only).
+"""Tools over derived memory (the `review` toolset): propose, show or list consolidation candidates;
+review one (review rights only); audit the inferred and causal edges.
 
 Both call `gateway.consolidation`, as the CLI does. The server refuses `memory_consolidation_review` (and a
 `memory_append` of a reviewer's event) to a token without review rights (`REVIEW_TOOLS`).
@@ -24,6 +25,8 @@ from readmodels.retrieval.candidates import (
 )
 
 REVIEW_TOOLS: Final = frozenset({"memory_consolidation_review"})
+INFERRED_STATUS = """Audit the inferred and causal edges: counts by kind, method and relation, confidence \
+and trust statistics, evidence coverage, edges missing provenance, and samples."""
 CandidateId = Annotated[str, Field(min_length=1, max_length=256)]
 Text = Annotated[str, Field(min_length=1, max_length=20_000)]
 
@@ -145,3 +148,7 @@ def register_consolidation_tools(server: MCPServer, backend: Backend) -> None:
             conflicts_with=conflicts_with,
         )
         return dict(msgspec.to_builtins(outcome))
+
+    @server.tool(description=INFERRED_STATUS)
+    async def memory_inferred_status(session: SessionFilter = None) -> dict[str, Any]:
+        return dict(msgspec.to_builtins(await backend.memory.inferred_status(session)))

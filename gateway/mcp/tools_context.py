@@ -1,4 +1,4 @@
-"""Tools for an agent's turn loop: the prompt-ready context, the turn just spoken, and a session handoff."""
+"""Tools for an agent's turn loop: the turn just spoken, and taking over a session."""
 
 from __future__ import annotations
 
@@ -10,36 +10,25 @@ from pydantic import Field
 
 from gateway.access.backend import Backend
 from gateway.agent_loop import DEFAULT_REPLAY, after_turn, handoff_bundle
-from gateway.mcp.arguments import AsOf, Name, Profile, Question, Session, SessionFilter, TokenBudget
+from gateway.mcp.arguments import Name, Session, TokenBudget
 from gateway.mcp.caller import current_caller
-from readmodels.checkout.model import DEFAULT_TOKEN_BUDGET, CheckoutRequest
+from readmodels.checkout.model import DEFAULT_TOKEN_BUDGET
+
+TURN = """Log a conversation turn verbatim (a cited, searchable transcript.turn) and get back what to \
+read before answering it: the Memory Checkout for the turn.
+
+Use once per turn an agent hears or speaks. Example: {"session": "support-chat", "text": "How long can \
+prices be stale?", "role": "user", "speaker": "Dana"}. To record a decision or a fact, use memory_append."""
+HANDOFF = """Take over a session from another agent: a summary, the last events, the integrity of the \
+session's log (chain, signatures, ledger parity) and a Memory Checkout for `question`.
+
+Use once when you start work someone else began. Example: {"session": "checkout-perf", "question": \
+"What is left to do?"}."""
 
 
 def register_context_tools(server: MCPServer, backend: Backend) -> None:
-    @server.tool()
-    async def context_assemble(
-        text: Question,
-        session: SessionFilter = None,
-        as_of: AsOf = None,
-        profile: Profile = "balanced",
-        token_budget: TokenBudget = DEFAULT_TOKEN_BUDGET,
-    ) -> dict[str, Any]:
-        """Only what goes into the prompt: the checkout's text (within token_budget), the evidence it
-        numbers, and whether to answer from memory, refresh, or ask the user. memory_checkout has the rest."""
-        request = CheckoutRequest(
-            text=text, session=session, as_of=as_of, profile=profile, token_budget=token_budget
-        )
-        checkout = await backend.memory.checkout(request)
-        return {
-            "prompt": checkout.prompt,
-            "evidence": [citation.uri for citation in checkout.evidence],
-            "answerability": msgspec.to_builtins(checkout.answerability),
-            "tokens": checkout.diagnostics.tokens,
-            "warnings": checkout.warnings,
-        }
-
-    @server.tool()
-    async def context_after_turn(
+    @server.tool(description=TURN)
+    async def memory_record_turn(
         session: Session,
         text: Annotated[str, Field(min_length=1, max_length=65536, description="What was just said.")],
         role: Literal["user", "assistant", "system", "tool"] = "user",
@@ -47,8 +36,6 @@ def register_context_tools(server: MCPServer, backend: Backend) -> None:
         turn_id: Annotated[str | None, Field(max_length=256)] = None,
         token_budget: TokenBudget = DEFAULT_TOKEN_BUDGET,
     ) -> dict[str, Any]:
-        """Log a conversation turn verbatim (as transcript.turn, cited and searchable) and return the
-        Memory Checkout for it: what the agent should read before answering."""
         turned = await after_turn(
             backend.log,
             backend.memory,
@@ -63,17 +50,15 @@ def register_context_tools(server: MCPServer, backend: Backend) -> None:
         )
         return dict(msgspec.to_builtins(turned))
 
-    @server.tool(name="handoff_bundle")
-    async def handoff_bundle_tool(
+    @server.tool(description=HANDOFF)
+    async def memory_handoff(
         session: Session,
-        question: Annotated[str | None, Field(max_length=4096)] = None,
+        question: Annotated[str | None, Field(max_length=4096, description="What you need to know.")] = None,
         replay: Annotated[int, Field(ge=0, le=100, description="How many last events to replay.")] = (
             DEFAULT_REPLAY
         ),
         token_budget: TokenBudget = DEFAULT_TOKEN_BUDGET,
     ) -> dict[str, Any]:
-        """Everything a fresh agent taking over a session needs: a summary, the last events, the
-        integrity of the session's log (chain, signatures, ledger parity) and a Memory Checkout."""
         bundle = await handoff_bundle(
             backend.log,
             backend.memory,

@@ -18,13 +18,18 @@ from readmodels.query.cypher_service import MAX_QUERY_CHARS, ask_cypher
 
 ADMIN_TOOLS: Final = frozenset({"memory_replay", "memory_graph_query"})
 VERIFY_WAIT_S: Final = 2.0
+VERIFY = """Prove the log is intact before you trust or hand over memory: every event's hash chain and \
+Ed25519 signature, seq continuity, and that the signed JSONL ledger matches the stream; the first broken \
+seq of each session if not. Example: {"session": "checkout-perf"}."""
+REPLAY = """(admin) A session's events in order, whole and signed, from from_seq; next_seq pages on. \
+Messages on its subject that are not events are skipped and counted (skipped, warnings)."""
+GRAPH_QUERY = """(admin) One read-only Cypher statement against the graph read model (docs/graph-schema.md). \
+Writes, several statements and transaction control are refused."""
 
 
 def register_log_tools(server: MCPServer, backend: Backend) -> None:
-    @server.tool()
+    @server.tool(description=VERIFY)
     async def memory_verify(session: SessionFilter = None) -> dict[str, Any]:
-        """Check the log: every event's hash chain and Ed25519 signature, seq continuity, and that the
-        signed JSONL ledger matches the stream. Reports the first broken seq of each session."""
         log = backend.log
         keyring = await asyncio.to_thread(KeyStore(log.settings.data_dir).load_keyring)
         report = await verify_everything(
@@ -32,14 +37,12 @@ def register_log_tools(server: MCPServer, backend: Backend) -> None:
         )
         return dict(msgspec.to_builtins(report))
 
-    @server.tool()
+    @server.tool(description=REPLAY)
     async def memory_replay(
         session: Session,
         from_seq: Annotated[int, Field(ge=1, description="The first seq to return.")] = 1,
         limit: Limit = 100,
     ) -> dict[str, Any]:
-        """(admin) The session's events in order, whole and signed, from from_seq; next_seq pages on.
-        Messages on its subject that are not events are skipped and counted (skipped, warnings)."""
         events: list[dict[str, Any]] = []
         more = False
         reading = backend.log.events(session, from_seq=from_seq)
@@ -58,12 +61,10 @@ def register_log_tools(server: MCPServer, backend: Backend) -> None:
             "warnings": reading.warnings,
         }
 
-    @server.tool()
+    @server.tool(description=GRAPH_QUERY)
     async def memory_graph_query(
         cypher: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)],
         params: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """(admin) One read-only Cypher statement against the graph read model (see docs/graph-schema.md).
-        Writes, several statements and transaction control are refused."""
         rows = await ask_cypher(backend.log.client, cypher, params or {})
         return {"rows": rows, "count": len(rows)}

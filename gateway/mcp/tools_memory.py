@@ -1,4 +1,4 @@
-"""Tools that write memory and ask it: append, invalidate, query, checkout, inferred status, causal chains."""
+"""The default toolset's write and search tools: append an event, close a fact's window, search memory."""
 
 from __future__ import annotations
 
@@ -13,9 +13,7 @@ from gateway.access.backend import Backend
 from gateway.mcp.arguments import (
     MAX_PAYLOAD_BYTES,
     AsOf,
-    Depth,
     EventHash,
-    Limit,
     Name,
     NestedArgument,
     Payload,
@@ -24,16 +22,49 @@ from gateway.mcp.arguments import (
     Session,
     SessionFilter,
     SnakeCase,
-    TokenBudget,
 )
 from gateway.mcp.caller import current_caller
 from gateway.mcp.failures import ToolFailure
-from readmodels.checkout.model import DEFAULT_TOKEN_BUDGET, CheckoutRequest
-from readmodels.retrieval.causal_chains import CausalRequest
+from readmodels.checkout.model import (
+    DEFAULT_TOKEN_BUDGET,
+    MAX_TOKEN_BUDGET,
+    MIN_TOKEN_BUDGET,
+    CheckoutRequest,
+)
 from readmodels.retrieval.fusion import Lane
-from readmodels.retrieval.model import DEFAULT_DEPTH, DEFAULT_LIMIT, Query
+from readmodels.retrieval.model import DEFAULT_DEPTH, DEFAULT_LIMIT, MAX_DEPTH, MAX_LIMIT, Query
 
-CausalDepth = Annotated[int, Field(ge=1, le=5, description="How many causal hops to follow.")]
+SearchAnswer = Literal["prompt", "checkout", "hits"]
+
+APPEND = """Record one thing that happened as a typed, signed event in a session's log; returns its \
+citation and `position` (pass it as `after` to a read that must see it).
+
+Use for goals, tasks, decisions, observations, facts and outcomes. Common types: {types}. \
+memory_event_types lists every type with its payload schema and an example; an unknown type is refused \
+with the closest known ones suggested.
+
+Example: {{"session": "checkout-perf", "type": "decision.made", "payload": {{"decision_id": "d-redis", \
+"title": "Cache prices in Redis", "rationale": "70% of latency"}}, "idempotency_key": "d-redis-1"}}.
+
+Not for conversation turns (memory_record_turn) or closing a fact (memory_invalidate)."""
+COMMON_TYPES_TEXT = (
+    "goal.created, task.proposed, task.completed, decision.made, memory.fact.asserted, "
+    "command.completed, outcome.explained, user.preference_changed, document.indexed"
+)
+INVALIDATE = """Say that an entity or a relation stopped holding (from invalid_at, default now). \
+Nothing is deleted: as_of reads before that time still see it.
+
+Example: {"session": "checkout-perf", "entity": {"name": "legacy price service", "entity_type": "service"}, \
+"reason": "decommissioned"}. To change a fact's value, append a new memory.fact.asserted instead."""
+SEARCH = """Ask memory a question before answering from it: hybrid, cited, time-aware search (names, \
+BM25, vectors, graph, verbatim sources). Cite the eventloom:// URIs it returns.
+
+answer: "prompt" (default) the prompt-ready text within token_budget, its numbered evidence and whether \
+to answer, refresh or ask the user; "checkout" the whole Memory Checkout (facts, snippets, inferred and \
+causal context with diagnostics); "hits" ranked hits with score explanations (limit, depth, lanes).
+
+Example: {"question": "How long are prices cached, and why?", "session": "checkout-perf"}. \
+as_of reads the past. For what caused what, use memory_causal."""
 
 
 class EntityArg(NestedArgument):
@@ -59,24 +90,23 @@ def appended(event: Event) -> dict[str, Any]:
 
 
 def register_memory_tools(server: MCPServer, backend: Backend) -> None:
-    @server.tool()
+    @server.tool(description=APPEND.format(types=COMMON_TYPES_TEXT))
     async def memory_append(
         session: Session,
-        type: Annotated[str, Field(min_length=3, max_length=128, description="e.g. decision.made")],
+        type: Annotated[str, Field(min_length=3, max_length=128, description="The event type.")],
         payload: Payload,
-        actor: Annotated[str | None, Field(max_length=256, description="Default: the caller")] = None,
-        caused_by: Annotated[list[EventHash], Field(max_length=64)] = [],  # noqa: B006 (pydantic copies)
-        idempotency_key: Annotated[str | None, Field(max_length=256)] = None,
+        actor: Annotated[str | None, Field(max_length=256, description="Default: you.")] = None,
+        caused_by: Annotated[
+            list[EventHash], Field(max_length=64, description="Hashes of the events that led to this one.")
+        ] = [],  # noqa: B006 (pydantic copies)
+        idempotency_key: Annotated[
+            str | None, Field(max_length=256, description="Makes a retry safe: the same key appends once.")
+        ] = None,
         expected_seq: Annotated[
             int | None,
-            Field(ge=0, description="Append only if the session's newest event is this seq (0: it is new)"),
+            Field(ge=0, description="Append only if the session's newest seq is this (0: a new session)."),
         ] = None,
     ) -> dict[str, Any]:
-        """Append one typed event (hash-chained, signed) to a session's log and return its citation.
-
-        Known types are validated against their schema (docs/event-types.md); errors name the field.
-        Pass an idempotency_key to make a retry safe, and expected_seq to append only if nobody else has
-        since you read the session (a `conflict` error otherwise, and nothing is appended)."""
         size = len(msgspec.json.encode(payload))
         if size > MAX_PAYLOAD_BYTES:
             raise ToolFailure(
@@ -102,7 +132,7 @@ def register_memory_tools(server: MCPServer, backend: Backend) -> None:
         )
         return appended(event)
 
-    @server.tool()
+    @server.tool(description=INVALIDATE)
     async def memory_invalidate(
         session: Session,
         entity: EntityArg | None = None,
@@ -110,9 +140,8 @@ def register_memory_tools(server: MCPServer, backend: Backend) -> None:
         invalid_at: AsOf = None,
         reason: Annotated[str | None, Field(max_length=2000)] = None,
     ) -> dict[str, Any]:
-        """Say that an entity or a relation stops holding (from invalid_at, default now).
-
-        Nothing is deleted: the version's window closes, so as-of queries still see it before then."""
+        if entity is None and relation is None:
+            raise ToolFailure("invalid_input", "entity: give the entity or the relation that stopped holding")
         payload: dict[str, Any] = {"invalid_at": invalid_at or utc_timestamp()}
         if entity is not None:
             payload["entity"] = entity.model_dump()
@@ -126,106 +155,61 @@ def register_memory_tools(server: MCPServer, backend: Backend) -> None:
         )
         return appended(event)
 
-    @server.tool()
-    async def memory_query(
-        text: Question,
+    @server.tool(description=SEARCH)
+    async def memory_search(
+        question: Question,
         session: SessionFilter = None,
-        as_of: AsOf = None,
-        limit: Limit = DEFAULT_LIMIT,
-        profile: Profile = "balanced",
-        depth: Depth = DEFAULT_DEPTH,
-        lanes: list[Lane] | None = None,
-        include_inferred: bool = True,
-    ) -> dict[str, Any]:
-        """Hybrid, cited retrieval: exact names, BM25, vectors, graph traversal and verbatim sources.
-
-        Every hit carries its citations (eventloom:// URIs, with file lines for sources) and a score
-        explanation. Superseded and invalidated facts are left out unless as_of asks for a time they held."""
-        query = Query(
-            text=text,
-            session=session,
-            as_of=as_of,
-            limit=limit,
-            profile=profile,
-            depth=depth,
-            lanes=lanes,
-            include_inferred=include_inferred,
-        )
-        return dict(msgspec.to_builtins(await backend.memory.query(query)))
-
-    @server.tool()
-    async def memory_checkout(
-        text: Question,
-        session: SessionFilter = None,
+        answer: SearchAnswer = "prompt",
         as_of: AsOf = None,
         profile: Profile = "balanced",
-        token_budget: TokenBudget = DEFAULT_TOKEN_BUDGET,
+        token_budget: Annotated[
+            int | None,
+            Field(ge=MIN_TOKEN_BUDGET, le=MAX_TOKEN_BUDGET, description="prompt, checkout: most tokens."),
+        ] = None,
+        limit: Annotated[int | None, Field(ge=1, le=MAX_LIMIT, description="hits: how many.")] = None,
+        depth: Annotated[int | None, Field(ge=0, le=MAX_DEPTH, description="hits: graph hops.")] = None,
+        lanes: Annotated[list[Lane] | None, Field(description="hits: only these lanes.")] = None,
         include_inferred: bool = True,
     ) -> dict[str, Any]:
-        """The Memory Checkout: current facts, verbatim snippets, inferred and causal context (marked
-        non-authoritative), numbered evidence, answerability and guidance, and a prompt within the budget."""
+        _only_with(answer, {"limit": limit, "depth": depth, "lanes": lanes}, "hits")
+        _only_with(answer, {"token_budget": token_budget}, "prompt", "checkout")
+        if answer == "hits":
+            query = Query(
+                text=question,
+                session=session,
+                as_of=as_of,
+                limit=limit or DEFAULT_LIMIT,
+                profile=profile,
+                depth=DEFAULT_DEPTH if depth is None else depth,
+                lanes=lanes,
+                include_inferred=include_inferred,
+            )
+            return dict(msgspec.to_builtins(await backend.memory.query(query)))
         request = CheckoutRequest(
-            text=text,
+            text=question,
             session=session,
             as_of=as_of,
             profile=profile,
-            token_budget=token_budget,
+            token_budget=token_budget or DEFAULT_TOKEN_BUDGET,
             include_inferred=include_inferred,
         )
-        return dict(msgspec.to_builtins(await backend.memory.checkout(request)))
+        checkout = await backend.memory.checkout(request)
+        if answer == "checkout":
+            return dict(msgspec.to_builtins(checkout))
+        return {
+            "prompt": checkout.prompt,
+            "evidence": [citation.uri for citation in checkout.evidence],
+            "answerability": msgspec.to_builtins(checkout.answerability),
+            "tokens": checkout.diagnostics.tokens,
+            "warnings": checkout.warnings,
+        }
 
-    @server.tool()
-    async def memory_inferred_status(session: SessionFilter = None) -> dict[str, Any]:
-        """Audit the inferred and causal edges: counts by kind, method and relation, confidence and trust
-        statistics, evidence coverage, edges missing provenance, and samples."""
-        return dict(msgspec.to_builtins(await backend.memory.inferred_status(session)))
 
-    async def causal(
-        direction: Literal["successors", "predecessors"],
-        session: str,
-        name: str,
-        entity_type: str | None,
-        depth: int,
-        as_of: str | None,
-        limit: int,
-    ) -> dict[str, Any]:
-        request = CausalRequest(
-            session=session,
-            name=name,
-            direction=direction,
-            entity_type=entity_type,
-            depth=depth,
-            as_of=as_of,
-            limit=limit,
-        )
-        return dict(msgspec.to_builtins(await backend.memory.causal(request)))
-
-    @server.tool()
-    async def memory_causal_successors(
-        session: Session,
-        name: Name,
-        entity_type: SnakeCase | None = None,
-        depth: CausalDepth = 3,
-        as_of: AsOf = None,
-        limit: Limit = 20,
-    ) -> dict[str, Any]:
-        """What this entity caused: causal edges followed forward, hop by hop (non-authoritative, cited).
-
-        The name may differ in case or be a part of the entity's name; with no match, `start` is empty and
-        `suggestions` lists the closest names."""
-        return await causal("successors", session, name, entity_type, depth, as_of, limit)
-
-    @server.tool()
-    async def memory_causal_predecessors(
-        session: Session,
-        name: Name,
-        entity_type: SnakeCase | None = None,
-        depth: CausalDepth = 3,
-        as_of: AsOf = None,
-        limit: Limit = 20,
-    ) -> dict[str, Any]:
-        """What caused this entity: causal edges followed backward, hop by hop (non-authoritative, cited).
-
-        The name may differ in case or be a part of the entity's name; with no match, `start` is empty and
-        `suggestions` lists the closest names."""
-        return await causal("predecessors", session, name, entity_type, depth, as_of, limit)
+def _only_with(answer: str, arguments: dict[str, object], *answers: str) -> None:
+    """An argument the chosen answer would ignore is refused, not dropped: the caller meant something."""
+    if answer in answers:
+        return
+    for name, value in arguments.items():
+        if value is not None:
+            wanted = " or ".join(f"answer={choice!r}" for choice in answers)
+            raise ToolFailure("invalid_input", f"{name}: only with {wanted}; answer={answer!r} ignores it")

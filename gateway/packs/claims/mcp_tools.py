@@ -19,6 +19,7 @@ from gateway.access.backend import Backend
 from gateway.mcp.arguments import Session
 from gateway.mcp.caller import current_caller
 from gateway.mcp.failures import ToolFailure
+from gateway.mcp.toolsets import tools_need
 from gateway.packs.claims.citing import parse_ref
 from gateway.packs.claims.client import ClaimsClient
 from gateway.packs.claims.llm_extract import OpenAICompatibleTriples
@@ -133,7 +134,8 @@ def register_claim_tools(server: MCPServer, backend: Backend) -> None:
 
 
 def register_settling_tools(server: MCPServer, backend: Backend) -> None:
-    """Resolutions and acceptances: what settles claims."""
+    """Resolutions and acceptances: what settles claims (accepting is seen only by reviewers)."""
+    tools_need(server, "review", "claims_accept")
 
     @server.tool()
     async def claims_resolve(
