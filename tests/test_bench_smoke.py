@@ -154,3 +154,13 @@ def test_checkpoint_benchmark_times_a_checkpoint_and_the_reads_it_runs_beside() 
     assert point["rel_rows"]["HAS_EVENT"] == 400 + 3 * 2  # every event, the trickle's included
     assert point["rel_rows"]["RELATES"] > 0
     assert set(report["synthetic_checkpoint_ms"]) == {"rows", "none", "int64_x8", "string_x8"}
+
+
+def test_mcp_surface_benchmark_counts_each_toolsets_tools_and_tokens() -> None:
+    report = run_bench("mcp_surface.py", timeout=120)
+    toolsets = report["toolsets"]
+    assert isinstance(toolsets, dict) and {"default", "review", "admin", "workflow", "claims"} <= set(toolsets)
+    default = toolsets["default"]
+    assert default["tools"] == len(default["names"]) <= 10
+    assert default["tokens"] == -(-default["chars"] // 4) and default["tokens"] <= 3000
+    assert report["tokenizer"] == "chars/4 of the compact JSON of tools/list"
