@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from projectors.protocol import Projector
 from projectors.runner import ProjectorRunner
 from projectors.tracking import TrackingProjector
+from readmodels.consistency import Progress
 from readmodels.graph.protocol import GraphStore
 from readmodels.inferred.protocol import InferredStore
 from readmodels.keyword.protocol import KeywordStore
@@ -47,6 +48,11 @@ def read_models(projectors: Mapping[str, Projector]) -> ReadModels:
         vector=vector if isinstance(vector, VectorStore) else None,
         graph=graph if isinstance(graph, GraphStore) else None,
         trust=inferred_store(projectors),
+        progress={
+            name: projector
+            for name, projector in projectors.items()
+            if name in (*MEMORY_PROJECTORS, "inferred") and isinstance(projector, Progress)
+        },
     )
 
 
