@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Final, Protocol, runtime_checkable
 
 import msgspec
@@ -26,6 +26,12 @@ LONGEST_POLL_S: Final = 0.05
 """A projector that has caught up applies a fresh event within a few tens of milliseconds: polls start at
 5 ms and double up to 50 ms, so a read waits little past the apply and a lagging model is asked ~20 times
 a second, not more."""
+
+
+Hurry = Callable[[Collection[str]], None]
+"""Tells the named read models' projectors that a reader waits on them: they apply what they hold at once,
+without lingering for a larger batch (`DurableConsumer.hurry`). Only projectors in the reader's process
+can be told; others are waited for all the same."""
 
 
 @runtime_checkable
@@ -74,9 +80,12 @@ def after_wait_problem(wait_ms: int) -> str | None:
     return None
 
 
-async def wait_applied(after: Position, models: Mapping[str, Progress], wait_ms: int) -> Consistency:
+async def wait_applied(
+    after: Position, models: Mapping[str, Progress], wait_ms: int, hurry: Hurry | None = None
+) -> Consistency:
     """Wait until every read model in `models` has applied `after`, or `wait_ms` has passed; say which
-    lagged then. A read model that skips `after`'s session has nothing to apply."""
+    lagged then. A read model that skips `after`'s session has nothing to apply. Those that lag are
+    hurried at each poll: the event may reach their projector only after the first."""
     started = time.monotonic()
     deadline = started + wait_ms / 1000
     waiting = {name: model for name, model in models.items() if after.session not in model.skipped_sessions}
@@ -87,6 +96,8 @@ async def wait_applied(after: Position, models: Mapping[str, Progress], wait_ms:
         remaining = deadline - time.monotonic()
         if not lagging or remaining <= 0:
             break
+        if hurry is not None:
+            hurry(lagging.keys())
         waiting = {name: waiting[name] for name in lagging}
         await asyncio.sleep(min(pause, remaining))
         pause = min(pause * 2, LONGEST_POLL_S)

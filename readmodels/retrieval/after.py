@@ -8,7 +8,7 @@ from typing import Final, TypeVar
 import msgspec
 
 from eventloom.position import Position
-from readmodels.consistency import Consistency, Progress, wait_applied
+from readmodels.consistency import Consistency, Hurry, Progress, wait_applied
 from readmodels.retrieval.fusion import LANES, Lane
 from readmodels.retrieval.model import Query, QueryResult
 
@@ -36,12 +36,17 @@ def query_models(query: Query) -> set[str]:
 
 
 async def waited(
-    after: Position | None, wait_ms: int, progress: Mapping[str, Progress], names: Iterable[str]
+    after: Position | None,
+    wait_ms: int,
+    progress: Mapping[str, Progress],
+    names: Iterable[str],
+    hurry: Hurry | None = None,
 ) -> Consistency | None:
     """Wait for the named read models (those running here) to apply `after`; None when not asked to."""
     if after is None:
         return None
-    return await wait_applied(after, {name: progress[name] for name in names if name in progress}, wait_ms)
+    models = {name: progress[name] for name in names if name in progress}
+    return await wait_applied(after, models, wait_ms, hurry)
 
 
 def with_consistency(result: S, consistency: Consistency | None) -> S:

@@ -23,7 +23,7 @@ from typing import Final, TypeVar
 
 import msgspec
 
-from readmodels.consistency import Progress
+from readmodels.consistency import Hurry, Progress
 from readmodels.documents import MemoryDoc
 from readmodels.graph.lookup import Span, cited_spans
 from readmodels.graph.model import InvalidGraphWrite, canonical_ts
@@ -83,6 +83,8 @@ class ReadModels:
     progress: Mapping[str, Progress] = field(default_factory=dict)
     """Each read model's progress through the log, by projector name (`graph`, `keyword`, `vector`,
     `inferred`): what a read given `after` waits on."""
+    hurry: Hurry | None = None
+    """Tells the projectors of lagging read models that a reader waits (those running in this process)."""
 
 
 @dataclass(frozen=True)
@@ -116,8 +118,9 @@ class Retriever:
     async def query(self, query: Query) -> QueryResult:
         """Answer `query`; given `after`, once the read models it reads have applied that event (or its
         wait ran out: the result's `consistency` then names those that lag)."""
-        progress = self._models().progress
-        consistency = await waited(query.after, query.after_wait_ms, progress, query_models(query))
+        models = self._models()
+        wanted = query_models(query)
+        consistency = await waited(query.after, query.after_wait_ms, models.progress, wanted, models.hurry)
         started = time.perf_counter()
         gathered = await self.gather(query)
         return with_consistency(await self.answer(gathered, query.limit, started), consistency)
