@@ -39,12 +39,14 @@ from eventloom.position import Appended
 from eventloom.request import AppendRequest
 from eventloom.settings import DEFAULT_PROJECTOR_LINGER_MS, Settings
 from gateway.node_process import NodeProcess
+from readmodels.consistency import MAX_AFTER_WAIT_MS
 from readmodels.query.client import MemoryClient
 from readmodels.retrieval.model import Query, QueryResult
 
 SESSION = "ryw"
-WARMUP_WAIT_MS = 30_000
-"""The first round waits for the node's projectors to open their read models, not for one event."""
+WARMUP_ROUNDS = 6
+"""The first read waits for the node's projectors to open their read models, not for one event: it is
+asked again (10 s each, the longest `after_wait_ms`) until they have."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -81,10 +83,12 @@ def cites(result: QueryResult, appended: Appended) -> bool:
 async def warm_up(log: EventLog, memory: MemoryClient) -> None:
     """Until the node's read models answer: a first append read with a long `after` wait."""
     appended = await append_turn(log, "warmup" + secrets.token_hex(4))
-    query = Query(text="warmup", session=SESSION, after=appended.position, after_wait_ms=WARMUP_WAIT_MS)
-    result = await memory.query(query)
-    if result.consistency is None or result.consistency.lagging:
-        raise RuntimeError(f"the node's read models did not catch up: {result.consistency}")
+    query = Query(text="warmup", session=SESSION, after=appended.position, after_wait_ms=MAX_AFTER_WAIT_MS)
+    for _ in range(WARMUP_ROUNDS):
+        result = await memory.query(query)
+        if result.consistency is not None and not result.consistency.lagging:
+            return
+    raise RuntimeError(f"the node's read models did not catch up: {result.consistency}")
 
 
 async def rounds(log: EventLog, memory: MemoryClient, args: argparse.Namespace) -> dict[str, Any]:

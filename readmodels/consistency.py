@@ -20,7 +20,8 @@ import msgspec
 from eventloom.position import Position
 
 DEFAULT_AFTER_WAIT_MS: Final = 2000
-MAX_AFTER_WAIT_MS: Final = 30_000
+MAX_AFTER_WAIT_MS: Final = 10_000
+"""Well under the query clients' own timeout (30 s): a read that waits longer gets no answer at all."""
 FIRST_POLL_S: Final = 0.005
 LONGEST_POLL_S: Final = 0.05
 """A projector that has caught up applies a fresh event within a few tens of milliseconds: polls start at

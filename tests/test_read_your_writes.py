@@ -22,9 +22,10 @@ from gateway.node import Node
 from projectors.plugins import load_projector
 from projectors.runner import ProjectorRunner
 from readmodels.checkout.model import CheckoutRequest
-from readmodels.consistency import Lag
+from readmodels.consistency import Lag, Progress
+from readmodels.query.answers import ask, serve_answers
 from readmodels.query.client import MemoryClient
-from readmodels.query.service import serve_memory
+from readmodels.query.service import Reply, serve_memory
 from readmodels.retrieval.causal_chains import CausalRequest
 from readmodels.retrieval.model import Query, QueryError
 from tests.conftest import run_cli
@@ -122,7 +123,7 @@ async def test_a_stopped_projector_is_named_after_the_wait_then_read_once_it_run
         await keyword.close()
         runner = ProjectorRunner(log.client, log.layout, keyword, keys=KeyStore(settings.data_dir))
         running = asyncio.create_task(runner.run(stop))
-        seen = await memory.query(msgspec.structs.replace(ask, after_wait_ms=20_000))
+        seen = await memory.query(msgspec.structs.replace(ask, after_wait_ms=10_000))
         assert seen.consistency is not None
         assert seen.consistency.lagging == {}
         assert appended.event.citation in [c.uri for hit in seen.hits for c in hit.citations]
@@ -155,3 +156,71 @@ async def test_the_cli_prints_the_position_and_reads_after_it(node: Node, settin
     refused = await asyncio.to_thread(run_cli, settings, "memory", "checkout", "okapi", "--after", "c1:1")
     assert refused.returncode == 2, refused.stderr
     assert "invalid input: after: expected SESSION/SEQ" in refused.stderr
+
+
+async def test_a_waiting_reader_cuts_the_projectors_linger(settings: Settings, log: EventLog) -> None:
+    """Projectors linger (here 2 s) for a larger batch under a trickle; a read given `after` does not wait
+    for that: the node's projectors are told a reader waits, and apply what they hold at once."""
+    lingering = replace(settings, producers="none", projector_linger_ms=2000)
+    async for _ in start_node(lingering):
+        memory = MemoryClient(log.client)
+        (first,) = await log.append_positioned([turn("h1", "warm")])
+        await memory.query(Query(text="warm", session="h1", after=first.position, after_wait_ms=10_000))
+        for round_ in range(3):
+            (appended,) = await log.append_positioned([turn("h1", f"the narwhal{round_} dove")])
+            query = Query(
+                text=f"narwhal{round_}", session="h1", after=appended.position, after_wait_ms=10_000
+            )
+            result = await memory.query(query)
+            assert result.consistency is not None
+            assert result.consistency.lagging == {}
+            assert result.consistency.waited_ms < 2000, result.consistency
+            assert appended.event.citation in [c.uri for hit in result.hits for c in hit.citations]
+
+
+async def test_a_projectors_question_takes_after_whatever_its_own_fields(
+    settings: Settings, log: EventLog
+) -> None:
+    """`serve_answers` takes `after` off any question: the answerer sees its own fields only, the answer
+    waits for the projector's checkpoints, and the reply envelope says how it waited."""
+    keyword = load_projector("keyword", settings)
+    await keyword.open()
+    bodies: list[object] = []
+
+    async def answerer(question: str, body: bytes) -> object:
+        bodies.append(msgspec.json.decode(body))
+        return {"question": question}
+
+    assert isinstance(keyword, Progress)
+    stop, ready = asyncio.Event(), asyncio.Event()
+    service = asyncio.create_task(
+        serve_answers(log.client, "keyword", answerer, stop, ready, progress=keyword)
+    )
+    await asyncio.wait_for(ready.wait(), 10)
+    try:
+        (appended,) = await log.append_positioned([turn("r4", "the axolotl smiled")])
+        request = {"entity": "axolotl", "after": msgspec.to_builtins(appended.position), "after_wait_ms": 100}
+        raw = await log.client.request("eventloom.q.keyword.about", msgspec.json.encode(request), timeout=10)
+        reply = msgspec.json.decode(raw.data, type=Reply)
+        assert reply.result == {"question": "about"}
+        assert reply.consistency is not None
+        assert reply.consistency.lagging == {"keyword": Lag(applied_seq=0, behind=1)}
+        await keyword.close()
+        runner = ProjectorRunner(log.client, log.layout, keyword, keys=KeyStore(settings.data_dir))
+        running = asyncio.create_task(runner.run(stop))
+        answered = await ask(
+            log.client,
+            "keyword",
+            "about",
+            {"entity": "axolotl"},
+            after=appended.position,
+            after_wait_ms=10_000,
+        )
+        assert answered == {"question": "about"}
+        assert bodies == [{"entity": "axolotl"}, {"entity": "axolotl"}]
+        with pytest.raises(QueryError, match=r"^after: "):
+            await ask(log.client, "keyword", "about", {"entity": "x", "after": "r4/1"})
+    finally:
+        stop.set()
+        await service
+    await running
