@@ -82,10 +82,7 @@ class LocalMemory:
 
     async def _graph_read(self, request: ReadsAfter, reading: Reading[S]) -> S:
         """A read of the graph alone; given `after`, once the graph has applied it (or the wait ran out)."""
-        models = self._models()
-        consistency = await waited(
-            request.after, request.after_wait_ms, models.progress, GRAPH_READS, models.hurry
-        )
+        consistency = await waited(request.after, request.after_wait_ms, self._models, GRAPH_READS)
         graph = self._models().graph  # asked after the wait: a rebuild may have swapped it meanwhile
         if graph is None:
             raise MemoryUnavailableError("the graph read model is not running here")

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Final, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Final, TypeVar
 
 import msgspec
 
 from eventloom.position import Position
-from readmodels.consistency import Consistency, Hurry, Progress, wait_applied
+from readmodels.consistency import Consistency, wait_applied
 from readmodels.retrieval.fusion import LANES, Lane
 from readmodels.retrieval.model import Query, QueryResult
+
+if TYPE_CHECKING:  # the retriever imports this module
+    from readmodels.retrieval.retriever import ReadModels
 
 LANE_MODELS: Final[Mapping[Lane, str]] = {
     "exact": "graph",
@@ -38,15 +41,16 @@ def query_models(query: Query) -> set[str]:
 async def waited(
     after: Position | None,
     wait_ms: int,
-    progress: Mapping[str, Progress],
+    models: Callable[[], ReadModels],
     names: Iterable[str],
-    hurry: Hurry | None = None,
 ) -> Consistency | None:
-    """Wait for the named read models (those running here) to apply `after`; None when not asked to."""
+    """Wait for the named read models (those running here) to apply `after`, hurrying their projectors;
+    None when not asked to (the read models are then not even looked at)."""
     if after is None:
         return None
-    models = {name: progress[name] for name in names if name in progress}
-    return await wait_applied(after, models, wait_ms, hurry)
+    now = models()
+    waited_on = {name: now.progress[name] for name in names if name in now.progress}
+    return await wait_applied(after, waited_on, wait_ms, now.hurry)
 
 
 def with_consistency(result: S, consistency: Consistency | None) -> S:

@@ -118,9 +118,7 @@ class Retriever:
     async def query(self, query: Query) -> QueryResult:
         """Answer `query`; given `after`, once the read models it reads have applied that event (or its
         wait ran out: the result's `consistency` then names those that lag)."""
-        models = self._models()
-        wanted = query_models(query)
-        consistency = await waited(query.after, query.after_wait_ms, models.progress, wanted, models.hurry)
+        consistency = await waited(query.after, query.after_wait_ms, self._models, query_models(query))
         started = time.perf_counter()
         gathered = await self.gather(query)
         return with_consistency(await self.answer(gathered, query.limit, started), consistency)
