@@ -154,3 +154,13 @@ def test_checkpoint_benchmark_times_a_checkpoint_and_the_reads_it_runs_beside() 
     assert point["rel_rows"]["HAS_EVENT"] == 400 + 3 * 2  # every event, the trickle's included
     assert point["rel_rows"]["RELATES"] > 0
     assert set(report["synthetic_checkpoint_ms"]) == {"rows", "none", "int64_x8", "string_x8"}
+
+
+@pytest.mark.slow
+def test_read_your_writes_benchmark_reports_what_a_read_after_an_append_sees_and_waits() -> None:
+    report = run_bench("read_your_writes.py", "--rounds", "5", "--baseline", "2")
+    assert report["benchmark"] == "read_your_writes" and report["n"] == 5
+    assert report["seen_fraction"] == 1.0 and report["lagging_count"] == 0
+    assert 0 <= report["wait_ms_p50"] <= report["wait_ms_p95"]  # type: ignore[operator]
+    assert report["without_after"]["n"] == 2  # type: ignore[index]
+    assert {"machine", "date", "command"} <= report.keys()
