@@ -26,12 +26,14 @@ if TYPE_CHECKING:
     )
     from eventloom.event import Event, citation, compute_hash, decode_event, encode_event
     from eventloom.log import EventLog
+    from eventloom.position import Appended, Position
     from eventloom.request import AppendRequest
     from eventloom.schemas import register_event_type
     from eventloom.settings import Settings
 
 _LAZY: dict[str, str] = {
     "AppendRequest": "eventloom.request",
+    "Appended": "eventloom.position",
     "Appender": "eventloom.appender",
     "ConcurrencyError": "eventloom.errors",
     "Event": "eventloom.event",
@@ -40,6 +42,7 @@ _LAZY: dict[str, str] = {
     "EventloomError": "eventloom.errors",
     "IdempotencyConflictError": "eventloom.errors",
     "NodeNotRunningError": "eventloom.errors",
+    "Position": "eventloom.position",
     "ReadModelUnavailableError": "eventloom.errors",
     "Settings": "eventloom.settings",
     "SignatureError": "eventloom.errors",
@@ -55,6 +58,7 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "AppendRequest",
+    "Appended",
     "Appender",
     "ConcurrencyError",
     "Event",
@@ -63,6 +67,7 @@ __all__ = [
     "EventloomError",
     "IdempotencyConflictError",
     "NodeNotRunningError",
+    "Position",
     "ReadModelUnavailableError",
     "Settings",
     "SignatureError",

@@ -31,6 +31,7 @@ from eventloom.errors import (
 )
 from eventloom.event import Event, encode_event
 from eventloom.keys import KeyStore, Signer
+from eventloom.position import Appended, Position
 from eventloom.request import AppendRequest
 from eventloom.sealing import Sealer
 from eventloom.stream_full import append_refused
@@ -58,7 +59,7 @@ class _Tail:
 @dataclass
 class _Pending:
     request: AppendRequest
-    future: asyncio.Future[Event]
+    future: asyncio.Future[Appended]
 
 
 @dataclass
@@ -131,6 +132,10 @@ class Appender:
 
     async def append_many(self, requests: Sequence[AppendRequest]) -> list[Event]:
         """Append in order; every request is validated before anything is published."""
+        return [appended.event for appended in await self.append_positioned(requests)]
+
+    async def append_positioned(self, requests: Sequence[AppendRequest]) -> list[Appended]:
+        """`append_many`, each event with its position (with the stream sequence the stream acknowledged)."""
         for index, request in enumerate(requests):
             try:
                 request.validated()
@@ -139,10 +144,10 @@ class Appender:
                     raise
                 raise EventValidationError(f"[{index}].{exc.field}", exc.reason) from None
         loop = asyncio.get_running_loop()
-        futures: list[asyncio.Future[Event]] = []
+        futures: list[asyncio.Future[Appended]] = []
         for request in requests:
             writer = self._writer(request.session)
-            future: asyncio.Future[Event] = loop.create_future()
+            future: asyncio.Future[Appended] = loop.create_future()
             writer.queue.append(_Pending(request, future))
             futures.append(future)
             if writer.draining is None or writer.draining.done():
@@ -170,11 +175,11 @@ class Appender:
                     if not pending.future.done():
                         pending.future.set_exception(exc)
                 continue
-            for pending, event in zip(chunk, events, strict=True):
+            for pending, appended in zip(chunk, events, strict=True):
                 if not pending.future.done():
-                    pending.future.set_result(event)
+                    pending.future.set_result(appended)
 
-    async def _write(self, writer: _SessionWriter, requests: list[AppendRequest]) -> list[Event]:
+    async def _write(self, writer: _SessionWriter, requests: list[AppendRequest]) -> list[Appended]:
         unavailable: Exception | None = None
         for attempt in range(self._max_attempts):
             events: list[Event] = []
@@ -187,7 +192,8 @@ class Appender:
             except TRANSIENT as exc:
                 unavailable, writer.tail = exc, None
                 if events and await self._reconcile(writer, events, attempt):
-                    return events
+                    assert writer.tail is not None  # the reconciled tail: the batch's last event
+                    return _positioned(events, writer.tail.stream_seq)
                 await unavailable_wait(attempt)
                 continue
             except nats.js.errors.APIError as exc:
@@ -198,7 +204,7 @@ class Appender:
                 continue
             last = events[-1]
             writer.tail = _Tail(last.seq, last.hash, last.ts, stream_seq)
-            return events
+            return _positioned(events, stream_seq)
         if unavailable is not None:
             raise BusUnavailableError(f"NATS did not confirm the append: {unavailable!r}") from unavailable
         raise ConcurrencyError(
@@ -273,7 +279,7 @@ class Appender:
             )
         return int(response["seq"])
 
-    async def _write_idempotent(self, writer: _SessionWriter, request: AppendRequest) -> Event:
+    async def _write_idempotent(self, writer: _SessionWriter, request: AppendRequest) -> Appended:
         """A repeated idempotency key returns the event the first call appended, if this is the same request
         (`IdempotencyConflictError` if not). The event is compared, not the record that points at it: a
         record that points at another request's event is never taken for this one's."""
@@ -285,7 +291,7 @@ class Appender:
         if entry is not None and entry.value:
             recorded = (await event_at(self._client, self._layout, int(entry.value))).event
             if recorded.session == writer.session:
-                return _repeated(request, recorded)
+                return _repeated(request, recorded, int(entry.value))
             stale = entry.revision
         msg_id = f"{writer.session}:{request.idempotency_key}"
         unavailable: Exception | None = None
@@ -316,7 +322,7 @@ class Appender:
                 writer.tail = _Tail(event.seq, event.hash, event.ts, int(ack.seq))
                 original = event
             await self._transient_retried(partial(_remember, kv, kv_key, int(ack.seq), stale))
-            return _repeated(request, original)
+            return _repeated(request, original, int(ack.seq))
         if unavailable is not None:
             raise BusUnavailableError(f"NATS did not confirm the append: {unavailable!r}") from unavailable
         raise ConcurrencyError(f"session {writer.session}: gave up appending idempotency key after retries")
@@ -349,13 +355,20 @@ def _take_chunk(queue: deque[_Pending], limit: int) -> list[_Pending]:
     return chunk
 
 
-def _repeated(request: AppendRequest, recorded: Event) -> Event:
+def _repeated(request: AppendRequest, recorded: Event, stream_seq: int) -> Appended:
     """`recorded`, the event appended under `request`'s idempotency key, if `request` is a repeat of the
     request that appended it."""
     differences = request.differences(recorded)
     if differences:
         raise IdempotencyConflictError(recorded, differences)
-    return recorded
+    return Appended(recorded, Position.of(recorded, stream_seq))
+
+
+def _positioned(events: list[Event], last_stream_seq: int) -> list[Appended]:
+    """One session's events published together, the last stored at `last_stream_seq`: an atomic batch is
+    stored as consecutive stream sequences, so each event's follows from the last's."""
+    first = last_stream_seq - len(events) + 1
+    return [Appended(event, Position.of(event, first + index)) for index, event in enumerate(events)]
 
 
 def _check_expected(session: str, expected: int | None, actual: int) -> None:

@@ -14,6 +14,7 @@ from eventloom.bus.stream import StreamLayout, ensure_stream
 from eventloom.citations import KnownHashes
 from eventloom.event import Event
 from eventloom.keys import KeyStore, Signer
+from eventloom.position import Appended
 from eventloom.reading import EventReading, verified_event
 from eventloom.request import AppendRequest
 from eventloom.runtime import resolve_nats_url
@@ -86,6 +87,11 @@ class EventLog:
 
     async def append_many(self, requests: Sequence[AppendRequest]) -> list[Event]:
         return await self.appender.append_many(requests)
+
+    async def append_positioned(self, requests: Sequence[AppendRequest]) -> list[Appended]:
+        """`append_many`, each event with its `Position` (session, seq and the stream sequence): give the
+        position to a read as `after` to read this write."""
+        return await self.appender.append_positioned(requests)
 
     def events(
         self,

@@ -6,11 +6,13 @@ projectors that are running and ready at each query, so it always reads the live
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import dataclasses
+from collections.abc import Callable, Collection, Mapping
 
 from projectors.protocol import Projector
 from projectors.runner import ProjectorRunner
 from projectors.tracking import TrackingProjector
+from readmodels.consistency import Progress
 from readmodels.graph.protocol import GraphStore
 from readmodels.inferred.protocol import InferredStore
 from readmodels.keyword.protocol import KeywordStore
@@ -35,7 +37,17 @@ class LiveReadModels:
         return {name: r.projector for name, r in self.runners.items() if r.ready.is_set()}
 
     def memory(self) -> LocalMemory:
-        return memory_over(self.ready)
+        return LocalMemory(
+            lambda: dataclasses.replace(read_models(self.ready()), hurry=self.hurry),
+            lambda: inferred_store(self.ready()),
+        )
+
+    def hurry(self, names: Collection[str]) -> None:
+        """A reader waits on these read models: their runners apply what they hold without lingering."""
+        for name in names:
+            runner = self.runners.get(name)
+            if runner is not None:
+                runner.hurry()
 
 
 def read_models(projectors: Mapping[str, Projector]) -> ReadModels:
@@ -47,6 +59,11 @@ def read_models(projectors: Mapping[str, Projector]) -> ReadModels:
         vector=vector if isinstance(vector, VectorStore) else None,
         graph=graph if isinstance(graph, GraphStore) else None,
         trust=inferred_store(projectors),
+        progress={
+            name: projector
+            for name, projector in projectors.items()
+            if name in (*MEMORY_PROJECTORS, "inferred") and isinstance(projector, Progress)
+        },
     )
 
 

@@ -14,8 +14,9 @@ from projectors.graph.projector import GraphProjector
 from projectors.lease import ConsumerLease
 from projectors.partitions import consumer_name
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available, load_producer, load_projector
-from projectors.protocol import Answers, Projector
+from projectors.protocol import Answers
 from projectors.runner import ProjectorRunner, RunnerOptions, TroubleListener
+from readmodels.consistency import Progress
 from readmodels.query.answers import serve_answers
 from readmodels.query.cypher_service import serve_cypher
 
@@ -81,7 +82,7 @@ async def run_projector(
     runner = projector_runner(log, name, partitions, on_trouble)
     if live is not None:
         live.add(runner)
-    services = _services(log, runner.projector, stop)
+    services = _services(log, runner, stop)
     if not services:
         await runner.run(stop)
         return
@@ -101,16 +102,23 @@ async def run_projector(
 
 
 def _services(
-    log: EventLog, projector: Projector, stop: asyncio.Event
+    log: EventLog, runner: ProjectorRunner, stop: asyncio.Event
 ) -> list[Callable[[], Awaitable[None]]]:
-    """What `projector` answers over NATS besides projecting: always against its live store."""
+    """What the runner's projector answers over NATS besides projecting: always against its live store;
+    a question given `after` waits for the projector's checkpoints, hurrying the runner."""
+    projector = runner.projector
     services: list[Callable[[], Awaitable[None]]] = []
     if isinstance(projector, GraphProjector):
         graph = projector
         services.append(lambda: serve_cypher(log.client, lambda: graph.store, stop))
     if isinstance(projector, Answers):
         answers = projector
-        services.append(lambda: serve_answers(log.client, projector.name, answers.answer, stop))
+        progress = projector if isinstance(projector, Progress) else None
+        services.append(
+            lambda: serve_answers(
+                log.client, projector.name, answers.answer, stop, progress=progress, hurry=runner.hurry
+            )
+        )
     return services
 
 

@@ -241,6 +241,10 @@ class ProjectorRunner:
         follows_swaps = self.adopt_swaps and isinstance(self.projector, Rebuildable)
         return now >= self._next_retry_check or (follows_swaps and now >= self._next_swap_check)
 
+    def hurry(self) -> None:
+        """A reader waits on this runner's read model (`after`): apply what came without lingering."""
+        self._consumer.hurry()
+
     def stage_times(self) -> StageTimes:
         """Where this runner's time went: its own stages, then the projector's (`apply.<stage>`)."""
         if isinstance(self.projector, Profiled):

@@ -16,6 +16,9 @@ from typing import Any, Final
 
 import msgspec
 
+from eventloom.position import Position
+from readmodels.consistency import DEFAULT_AFTER_WAIT_MS, Consistency, after_wait_problem
+
 GRAPH_VIEWS_GROUP: Final = "eventloom.graph_views"
 MAX_VIEW_LIMIT: Final = 1000
 
@@ -34,7 +37,14 @@ class ViewRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     limit: int = 200
     depth: int = 1
 
+    after: Position | None = None
+    """Answer only once the read models used have applied this event (read your own writes)."""
+    after_wait_ms: int = DEFAULT_AFTER_WAIT_MS
+    """How long to wait for `after` before answering anyway (the result's `consistency` says what lagged)."""
+
     def __post_init__(self) -> None:
+        if (problem := after_wait_problem(self.after_wait_ms)) is not None:
+            raise ValueError(problem)
         if not 1 <= self.limit <= MAX_VIEW_LIMIT:
             raise ValueError(f"limit: must be between 1 and {MAX_VIEW_LIMIT}, got {self.limit}")
         if not 1 <= self.depth <= 3:
@@ -81,3 +91,6 @@ class ViewEdge(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 class ViewGraph(msgspec.Struct, frozen=True, kw_only=True):
     nodes: list[ViewNode] = msgspec.field(default_factory=list)
     edges: list[ViewEdge] = msgspec.field(default_factory=list)
+
+    consistency: Consistency | None = None
+    """Set when the request gave `after`: how long the read waited, and what read models still lagged."""

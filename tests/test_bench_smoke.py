@@ -159,8 +159,20 @@ def test_checkpoint_benchmark_times_a_checkpoint_and_the_reads_it_runs_beside() 
 def test_mcp_surface_benchmark_counts_each_toolsets_tools_and_tokens() -> None:
     report = run_bench("mcp_surface.py", timeout=120)
     toolsets = report["toolsets"]
-    assert isinstance(toolsets, dict) and {"default", "review", "admin", "workflow", "claims"} <= set(toolsets)
+    assert isinstance(toolsets, dict) and {"default", "review", "admin", "workflow", "claims"} <= set(
+        toolsets
+    )
     default = toolsets["default"]
     assert default["tools"] == len(default["names"]) <= 10
     assert default["tokens"] == -(-default["chars"] // 4) and default["tokens"] <= 3000
     assert report["tokenizer"] == "chars/4 of the compact JSON of tools/list"
+
+
+@pytest.mark.slow
+def test_read_your_writes_benchmark_reports_what_a_read_after_an_append_sees_and_waits() -> None:
+    report = run_bench("read_your_writes.py", "--rounds", "5", "--baseline", "2")
+    assert report["benchmark"] == "read_your_writes" and report["n"] == 5
+    assert report["seen_fraction"] == 1.0 and report["lagging_count"] == 0
+    assert 0 <= report["wait_ms_p50"] <= report["wait_ms_p95"]  # type: ignore[operator]
+    assert report["without_after"]["n"] == 2  # type: ignore[index]
+    assert {"machine", "date", "command"} <= report.keys()

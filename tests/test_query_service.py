@@ -14,6 +14,7 @@ import pytest
 
 from eventloom.event import Event, utc_timestamp
 from eventloom.log import EventLog
+from eventloom.request import AppendRequest
 from eventloom.settings import Settings
 from gateway.node import Node
 from readmodels.backends import neo4j_keyword_store, neo4j_store, neo4j_vector_store
@@ -256,3 +257,21 @@ async def test_on_neo4j_the_client_and_the_cli_get_cited_answers(neo4j_node: Set
     checked = await asyncio.to_thread(run_cli, neo4j_node, "memory", "checkout", "postgres", "--json")
     assert checked.returncode == 0, checked.stderr
     assert json.loads(checked.stdout)["facts"][0]["summary"] == "Postgres 16"
+
+
+async def test_on_neo4j_a_read_after_an_append_sees_it(neo4j_node: Settings, log: EventLog) -> None:
+    """The Neo4j stores keep the same checkpoints as the embedded ones: `after` waits on them alike."""
+    memory = MemoryClient(log.client)
+    for round_ in range(2):
+        turn = {"role": "user", "text": f"the pangolin{round_} curled up"}
+        request = AppendRequest(session="n1", type="transcript.turn", actor="user", payload=turn)
+        (appended,) = await log.append_positioned([request])
+        asked = Query(text=f"pangolin{round_}", session="n1", after=appended.position, after_wait_ms=10_000)
+        result = await memory.query(asked)
+        assert result.consistency is not None and result.consistency.lagging == {}
+        assert appended.event.citation in [c.uri for hit in result.hits for c in hit.citations]
+        checkout = await memory.checkout(
+            CheckoutRequest(text=f"pangolin{round_}", session="n1", after=appended.position)
+        )
+        assert checkout.consistency is not None and checkout.consistency.lagging == {}
+        assert appended.event.citation in [c.uri for c in checkout.evidence]

@@ -134,6 +134,9 @@ async def test_sessions_and_peers(told: Told) -> None:
         ("/v1/timeline", {}, "session"),
         ("/v1/timeline", {"session": WEB, "limit": "-1"}, "limit"),
         (f"/v1/events/{WEB}/x", {}, "seq"),
+        ("/v1/graph/nodes", {"after": f"{WEB}:3"}, "after"),
+        ("/v1/graph/neighbourhood", {"node": "price cache", "after": f"{WEB}/0"}, "after"),
+        ("/v1/graph/nodes", {"after": f"{WEB}/1", "after_wait_ms": "600000"}, "after_wait_ms"),
     ],
 )
 async def test_a_bad_parameter_is_a_400_naming_it(
@@ -143,6 +146,18 @@ async def test_a_bad_parameter_is_a_400_naming_it(
     assert response.status_code == 400, response.text
     error = response.json()["error"]
     assert error["code"] == "invalid_input" and error["message"].startswith(f"{named}:")
+
+
+async def test_a_read_after_an_event_says_the_graph_had_applied_it(told: Told) -> None:
+    position = f"{WEB}/{told.events['revised'].seq}"
+    response = await get(told, "/v1/graph/nodes", session=WEB, after=position)
+    assert response.status_code == 200, response.text
+    consistency = response.json()["consistency"]
+    assert consistency["after"] == {"session": WEB, "seq": told.events["revised"].seq}
+    assert consistency["lagging"] == {}
+    assert "d-cache (v2)" in by_label(response.json())
+    refused = await get(told, "/v1/graph/nodes", "other", after=position)
+    assert refused.status_code == 403, refused.text
 
 
 async def test_no_token_no_view(told: Told) -> None:

@@ -72,6 +72,8 @@ class _PullInbox:
         self._wanted = 0
         self._changed = asyncio.Event()
         self._ended: set[int] = set()
+        self.hurried = False
+        """A reader waits on what this consumer delivers: a lingering fetch ends now (`hurry`)."""
 
     async def open(self) -> None:
         self._subscription = await self._client.subscribe(
@@ -95,17 +97,26 @@ class _PullInbox:
         if len(self._buffer) >= self._wanted or status is not None:
             self._changed.set()
 
-    async def fetch(self, batch: int, timeout: float) -> list[Msg]:
+    async def fetch(self, batch: int, timeout: float, *, lingering: bool = False) -> list[Msg]:
+        """Up to `batch` messages; `lingering` (waiting for more to join a batch): ends when hurried."""
         if not self._buffer:
             await self._pull({"batch": batch, "no_wait": True}, batch, timeout=5.0)
         if not self._buffer:
-            await self._pull({"batch": batch, "expires": int(timeout * 1e9)}, 1, timeout=timeout + 1.0)
+            expires: dict[str, object] = {"batch": batch, "expires": int(timeout * 1e9)}
+            await self._pull(expires, 1, timeout=timeout + 1.0, lingering=lingering)
             await asyncio.sleep(0)  # let the rest of what is on the socket land
         taken, self._buffer = self._buffer[:batch], self._buffer[batch:]
         return taken
 
-    async def _pull(self, request: dict[str, object], wanted: int, timeout: float) -> None:
-        """Ask for messages; return when `wanted` are buffered or this request has ended."""
+    def hurry(self) -> None:
+        self.hurried = True
+        self._changed.set()
+
+    async def _pull(
+        self, request: dict[str, object], wanted: int, timeout: float, *, lingering: bool = False
+    ) -> None:
+        """Ask for messages; return when `wanted` are buffered or this request has ended (or, lingering,
+        when hurried)."""
         self._request += 1
         number = self._request
         self._wanted = wanted
@@ -113,7 +124,7 @@ class _PullInbox:
         await self._client.publish(self._api, msgspec.json.encode(request), reply=f"{self._prefix}.{number}")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while len(self._buffer) < wanted and number not in self._ended:
+        while len(self._buffer) < wanted and number not in self._ended and not (lingering and self.hurried):
             remaining = deadline - loop.time()
             if remaining <= 0:
                 break
@@ -169,9 +180,17 @@ class DurableConsumer:
             return messages
         loop = asyncio.get_running_loop()
         deadline = loop.time() + linger_s
-        while len(messages) < batch and (remaining := deadline - loop.time()) > 0:
-            messages += await self._inbox.fetch(batch - len(messages), remaining)
+        inbox = self._inbox
+        while len(messages) < batch and not inbox.hurried and (remaining := deadline - loop.time()) > 0:
+            messages += await inbox.fetch(batch - len(messages), remaining, lingering=True)
+        inbox.hurried = False
         return messages
+
+    def hurry(self) -> None:
+        """A reader waits for this consumer's read model to apply an event (`after`): the batch in hand
+        is applied without lingering for more (a hurry before the next batch cuts that one's linger)."""
+        if self._inbox is not None:
+            self._inbox.hurry()
 
     async def restart_from(self, stream_seq: int) -> None:
         """Recreate the consumer so delivery continues at `stream_seq` (used after a read-model swap)."""

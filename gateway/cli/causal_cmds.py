@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from gateway.cli.common import EXIT_FAILED, console, fail, print_json, run, settings_of
 from gateway.cli.memory_cmds import (
+    AfterOption,
     AsOfOption,
     CausalLimitOption,
     CausalSessionOption,
@@ -23,6 +24,8 @@ from gateway.cli.memory_cmds import (
     _ask,
     _edge_line,
     _valid,
+    after_position,
+    print_lag,
 )
 from readmodels.retrieval.causal_chains import DEFAULT_CAUSAL_DEPTH, DEFAULT_CAUSAL_LIMIT, CausalStep
 from readmodels.retrieval.causal_reads import (
@@ -60,11 +63,18 @@ def causal_path(
     depth: PathDepthOption = MAX_DEPTH,
     as_of: AsOfOption = None,
     limit: PathLimitOption = DEFAULT_PATH_LIMIT,
+    after: AfterOption = None,
     as_json: JsonOption = False,
 ) -> None:
     request = _valid(
         lambda: CausalPathRequest(
-            session=session, source=source, target=target, depth=depth, as_of=as_of, limit=limit
+            session=session,
+            source=source,
+            target=target,
+            depth=depth,
+            as_of=as_of,
+            limit=limit,
+            after=after_position(after),
         )
     )
     found = run(_ask(settings_of(ctx), lambda memory: memory.causal_path(request)))
@@ -73,6 +83,7 @@ def causal_path(
         if not found.source_entities or not found.target_entities:
             raise typer.Exit(EXIT_FAILED)
         return
+    print_lag(found.consistency)
     _print_paths(found)
 
 
@@ -101,11 +112,18 @@ def causal_explain(
     depth: ExplainDepthOption = DEFAULT_CAUSAL_DEPTH,
     as_of: AsOfOption = None,
     limit: CausalLimitOption = DEFAULT_CAUSAL_LIMIT,
+    after: AfterOption = None,
     as_json: JsonOption = False,
 ) -> None:
     request = _valid(
         lambda: CausalExplainRequest(
-            session=session, name=name, entity_type=entity_type, depth=depth, as_of=as_of, limit=limit
+            session=session,
+            name=name,
+            entity_type=entity_type,
+            depth=depth,
+            as_of=as_of,
+            limit=limit,
+            after=after_position(after),
         )
     )
     why = run(_ask(settings_of(ctx), lambda memory: memory.causal_explain(request)))
@@ -114,6 +132,7 @@ def causal_explain(
         if not why.start:
             raise typer.Exit(EXIT_FAILED)
         return
+    print_lag(why.consistency)
     _print_explanation(why)
 
 

@@ -11,7 +11,8 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from eventloom.errors import EventValidationError
-from eventloom.event import Event, encode_event, os_principal
+from eventloom.event import encode_event, os_principal
+from eventloom.position import Appended
 from eventloom.request import AppendRequest
 from eventloom.settings import Settings
 from eventloom.validation import decode_json_input
@@ -31,9 +32,10 @@ class _ImportLine(msgspec.Struct, forbid_unknown_fields=True):
 
 
 def register(app: typer.Typer) -> None:
-    app.command(help="Append one event, or every line of a JSONL file; prints one JSON line per event.")(
-        append
-    )
+    app.command(
+        help="Append one event, or every line of a JSONL file; prints one JSON line per event, with its "
+        "position (SESSION/SEQ, what a read's --after takes)."
+    )(append)
     app.command(help="Print events in stream order; --follow keeps waiting for new ones.")(tail)
 
 
@@ -134,18 +136,19 @@ async def _append(settings: Settings, requests: list[AppendRequest]) -> None:
 
     async with await EventLog.open(settings, persistent=False) as log:
         if len(requests) <= _IMPORT_CHUNK:
-            for event in await log.append_many(requests):
-                _print_appended(event)
+            for appended in await log.append_positioned(requests):
+                _print_appended(appended)
             return
         with _progress() as progress:
             task = progress.add_task("appending", total=len(requests))
             for start in range(0, len(requests), _IMPORT_CHUNK):
-                for event in await log.append_many(requests[start : start + _IMPORT_CHUNK]):
-                    _print_appended(event)
+                for appended in await log.append_positioned(requests[start : start + _IMPORT_CHUNK]):
+                    _print_appended(appended)
                 progress.advance(task, min(_IMPORT_CHUNK, len(requests) - start))
 
 
-def _print_appended(event: Event) -> None:
+def _print_appended(appended: Appended) -> None:
+    event = appended.event
     print_json(
         {
             "session": event.session,
@@ -154,6 +157,8 @@ def _print_appended(event: Event) -> None:
             "citation": event.citation,
             "type": event.type,
             "ts": event.ts,
+            "position": appended.position.text,  # what a read's --after takes to read this write
+            "stream_seq": appended.position.stream_seq,
         }
     )
 

@@ -9,9 +9,12 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 import typer
 from rich.markup import escape
 
+from eventloom.errors import EventValidationError
+from eventloom.position import Position
 from eventloom.settings import Settings
 from gateway.cli.common import EXIT_FAILED, EXIT_INVALID, console, fail, print_json, run, settings_of
 from readmodels.checkout.model import DEFAULT_TOKEN_BUDGET, CheckoutRequest
+from readmodels.consistency import Consistency
 from readmodels.inferred.model import InferredStatus, Stats
 from readmodels.retrieval.causal_chains import (
     DEFAULT_CAUSAL_DEPTH,
@@ -43,6 +46,14 @@ ProfileOption = Annotated[
     str, typer.Option("--profile", help=f"Lane weights and fusion: {', '.join(PROFILES)}")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON")]
+AfterOption = Annotated[
+    str | None,
+    typer.Option(
+        "--after",
+        help="SESSION/SEQ (what `eventloom append` prints as its position): answer once the read models "
+        "have applied that event, waiting up to 2 s; past that, the answer says which ones lag",
+    ),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -62,9 +73,14 @@ def memory_query(
     as_of: AsOfOption = None,
     limit: Annotated[int, typer.Option("--limit", help="Hits to return (1-100)")] = DEFAULT_LIMIT,
     profile: ProfileOption = "balanced",
+    after: AfterOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    query = _valid(lambda: Query(text=text, session=session, as_of=as_of, limit=limit, profile=profile))
+    query = _valid(
+        lambda: Query(
+            text=text, session=session, as_of=as_of, limit=limit, profile=profile, after=after_position(after)
+        )
+    )
     result = run(_ask(settings_of(ctx), lambda memory: memory.query(query)))
     if as_json:
         print_json(result)
@@ -104,17 +120,25 @@ def memory_checkout(
     budget: Annotated[
         int, typer.Option("--budget", help="Token budget of the prompt text (never exceeded)")
     ] = DEFAULT_TOKEN_BUDGET,
+    after: AfterOption = None,
     as_json: JsonOption = False,
 ) -> None:
     request = _valid(
         lambda: CheckoutRequest(
-            text=text, session=session, as_of=as_of, limit=limit, profile=profile, token_budget=budget
+            text=text,
+            session=session,
+            as_of=as_of,
+            limit=limit,
+            profile=profile,
+            token_budget=budget,
+            after=after_position(after),
         )
     )
     checkout = run(_ask(settings_of(ctx), lambda memory: memory.checkout(request)))
     if as_json:
         print_json(checkout)
         return
+    print_lag(checkout.consistency)
     print(checkout.prompt)
     verdict = checkout.answerability
     console.print(
@@ -127,8 +151,20 @@ def memory_checkout(
 def _valid(build: Callable[[], T]) -> T:
     try:
         return build()
-    except QueryError as exc:
+    except (QueryError, EventValidationError) as exc:  # EventValidationError: a bad --after
         fail(f"invalid input: {exc}", EXIT_INVALID)
+
+
+def after_position(text: str | None) -> Position | None:
+    """`--after`, parsed by the one parser of the text form (its error names `after`)."""
+    return None if text is None else Position.parse(text, "after")
+
+
+def print_lag(consistency: Consistency | None) -> None:
+    """The read models that had not applied `--after` when the answer was made (on stderr, like warnings)."""
+    warning = consistency.warning() if consistency is not None else None
+    if warning is not None:
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
 
 
 async def _ask(settings: Settings, ask: Callable[[MemoryClient], Awaitable[T]]) -> T:
@@ -211,9 +247,10 @@ def causal_successors(
     depth: CausalDepthOption = DEFAULT_CAUSAL_DEPTH,
     as_of: AsOfOption = None,
     limit: CausalLimitOption = DEFAULT_CAUSAL_LIMIT,
+    after: AfterOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    _causal(ctx, "successors", name, session, entity_type, depth, as_of, limit, as_json)
+    _causal(ctx, "successors", name, session, entity_type, depth, as_of, limit, after, as_json)
 
 
 @causal_app.command("predecessors", help="What caused the entity: causal edges into it, hop by hop.")
@@ -225,9 +262,10 @@ def causal_predecessors(
     depth: CausalDepthOption = DEFAULT_CAUSAL_DEPTH,
     as_of: AsOfOption = None,
     limit: CausalLimitOption = DEFAULT_CAUSAL_LIMIT,
+    after: AfterOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    _causal(ctx, "predecessors", name, session, entity_type, depth, as_of, limit, as_json)
+    _causal(ctx, "predecessors", name, session, entity_type, depth, as_of, limit, after, as_json)
 
 
 def _causal(
@@ -239,6 +277,7 @@ def _causal(
     depth: int,
     as_of: str | None,
     limit: int,
+    after: str | None,
     as_json: bool,
 ) -> None:
     request = _valid(
@@ -250,6 +289,7 @@ def _causal(
             depth=depth,
             as_of=as_of,
             limit=limit,
+            after=after_position(after),
         )
     )
     chain = run(_ask(settings_of(ctx), lambda memory: memory.causal(request)))
@@ -258,6 +298,7 @@ def _causal(
         if not chain.start:
             raise typer.Exit(EXIT_FAILED)  # not found: the JSON says what is closest
         return
+    print_lag(chain.consistency)
     _print_chain(chain)
 
 

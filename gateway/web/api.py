@@ -16,7 +16,9 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
+from eventloom.errors import EventValidationError
 from eventloom.event import SESSION_PATTERN
+from eventloom.position import Position
 from eventloom.reading import SEE_QUARANTINE
 from gateway.access.backend import Backend
 from gateway.access.refusals import Refusal, tell_gate
@@ -25,6 +27,7 @@ from gateway.access.tokens import Principal, TokenBook
 from gateway.web.auth import SECURITY_HEADERS, principal_of
 from gateway.web.log_reads import one_event, peers, sessions, timeline
 from gateway.web.views import view_graph
+from readmodels.consistency import DEFAULT_AFTER_WAIT_MS, MAX_AFTER_WAIT_MS
 from readmodels.graph.model import canonical_ts
 from readmodels.query.protocol import MemoryUnavailableError
 from readmodels.retrieval.model import QueryError
@@ -106,6 +109,20 @@ def as_of_param(request: Request) -> str | None:
         raise bad(f"as_of: expected an RFC 3339 timestamp, got {text[:40]!r}") from None
 
 
+def after_param(request: Request, principal: Principal) -> Position | None:
+    """`after=SESSION/SEQ`: the read answers once the read models have applied that event (read your own
+    writes); a session the token may not touch is refused like any other."""
+    text = request.query_params.get("after") or None
+    if text is None:
+        return None
+    try:
+        position = Position.parse(text[:200], "after")
+    except EventValidationError as exc:
+        raise bad(str(exc)) from None
+    touchable(principal, position.session)
+    return position
+
+
 def session_name(text: str, name: str = "session") -> str:
     if not SESSION_PATTERN.fullmatch(text):
         raise bad(f"{name}: not a session id: {text[:40]!r}")
@@ -144,6 +161,8 @@ class ApiHandlers:
             search=search,
             as_of=as_of_param(request),
             limit=int_param(request, "limit", 200, 1, MAX_VIEW_LIMIT),
+            after=after_param(request, principal),
+            after_wait_ms=int_param(request, "after_wait_ms", DEFAULT_AFTER_WAIT_MS, 0, MAX_AFTER_WAIT_MS),
         )
         return await view_graph(self.backend.memory, self.backend.log.client, view, principal)
 
@@ -157,6 +176,8 @@ class ApiHandlers:
             depth=int_param(request, "depth", 1, 1, 3),
             as_of=as_of_param(request),
             limit=int_param(request, "limit", 200, 1, MAX_VIEW_LIMIT),
+            after=after_param(request, principal),
+            after_wait_ms=int_param(request, "after_wait_ms", DEFAULT_AFTER_WAIT_MS, 0, MAX_AFTER_WAIT_MS),
         )
         return await view_graph(self.backend.memory, self.backend.log.client, view, principal)
 

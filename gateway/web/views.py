@@ -30,6 +30,7 @@ from nats.aio.client import Client
 
 from gateway.access.scope import sessions_of
 from gateway.access.tokens import Principal
+from readmodels.consistency import Consistency
 from readmodels.query.answers import ask
 from readmodels.query.client import MemoryQueryFailed
 from readmodels.query.protocol import MemoryService, MemoryUnavailableError
@@ -48,6 +49,8 @@ class WebGraph(msgspec.Struct, frozen=True, kw_only=True):
     nodes: list[ViewNode] = msgspec.field(default_factory=list)
     edges: list[ViewEdge] = msgspec.field(default_factory=list)
     warnings: list[str] = msgspec.field(default_factory=list)
+    consistency: Consistency | None = None
+    """Set when the request gave `after`: whether the core graph had applied it (see `Consistency`)."""
 
 
 def pack_views() -> dict[str, str]:
@@ -90,7 +93,9 @@ async def view_graph(
             warnings.append(f"{projector}: {answer}")
         else:
             raise answer
-    return visible(graphs, principal, warnings)
+    lag = core.consistency.warning() if core.consistency is not None else None
+    seen = visible(graphs, principal, warnings + ([lag] if lag else []))
+    return msgspec.structs.replace(seen, consistency=core.consistency)
 
 
 def _folded(text: str) -> str:

@@ -54,6 +54,8 @@ async def assemble_context(memory: Memory, request: CheckoutRequest) -> MemoryCh
         limit=request.limit,
         profile=request.profile,
         include_inferred=request.include_inferred,
+        after=request.after,
+        after_wait_ms=request.after_wait_ms,
     )
     return checkout_from(await memory.query(query), request)
 
@@ -118,6 +120,7 @@ def checkout_from(result: QueryResult, request: CheckoutRequest) -> MemoryChecko
         answerability=answerability,
         guidance=guidance,
         warnings=result.warnings,
+        consistency=result.consistency,
         diagnostics=Diagnostics(
             lanes_used=[r.lane for r in result.lanes if r.error is None],
             lane_candidates={r.lane: r.candidates for r in result.lanes},

@@ -11,8 +11,10 @@ from typing import Final, Literal
 
 import msgspec
 
+from eventloom.position import Position
+from readmodels.consistency import DEFAULT_AFTER_WAIT_MS, Consistency
 from readmodels.retrieval.fusion import DEFAULT_PROFILE
-from readmodels.retrieval.model import Citation, check_question, check_range
+from readmodels.retrieval.model import Citation, check_after_wait, check_question, check_range
 
 DEFAULT_TOKEN_BUDGET: Final = 1500
 MIN_TOKEN_BUDGET: Final = 200
@@ -31,7 +33,13 @@ class CheckoutRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     token_budget: int = DEFAULT_TOKEN_BUDGET
     include_inferred: bool = True
 
+    after: Position | None = None
+    """Answer only once the read models used have applied this event (read your own writes)."""
+    after_wait_ms: int = DEFAULT_AFTER_WAIT_MS
+    """How long to wait for `after` before answering anyway (the result's `consistency` says what lagged)."""
+
     def __post_init__(self) -> None:
+        check_after_wait(self.after_wait_ms)
         check_question(self.text, self.profile)
         check_range("limit", self.limit, 1, MAX_CONSIDERED)
         check_range("token_budget", self.token_budget, MIN_TOKEN_BUDGET, MAX_TOKEN_BUDGET)
@@ -135,3 +143,6 @@ class MemoryCheckout(msgspec.Struct, frozen=True, kw_only=True):
     diagnostics: Diagnostics
     prompt: str
     """The bundle as prompt text, within `request.token_budget` tokens (see `readmodels.checkout.budget`)."""
+
+    consistency: Consistency | None = None
+    """Set when the request gave `after`: how long the read waited, and what read models still lagged."""

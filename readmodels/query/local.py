@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol, TypeVar
 
+import msgspec
+
+from eventloom.position import Position
 from readmodels.checkout.assemble import assemble_context
 from readmodels.checkout.model import CheckoutRequest, MemoryCheckout
+from readmodels.graph.cypher.io import Reading
 from readmodels.inferred.model import InferredStatus
 from readmodels.inferred.protocol import InferredStatusReader
 from readmodels.query.protocol import MemoryUnavailableError
+from readmodels.retrieval.after import GRAPH_READS, waited, with_consistency
 from readmodels.retrieval.candidates import (
     CandidateList,
     CandidateListRequest,
@@ -30,6 +36,8 @@ from readmodels.retrieval.graph_view import graph_view
 from readmodels.retrieval.model import Query, QueryResult
 from readmodels.retrieval.retriever import ReadModels, Retriever
 from readmodels.view import ViewGraph, ViewRequest
+
+S = TypeVar("S", bound=msgspec.Struct)
 
 
 class LocalMemory:
@@ -55,37 +63,37 @@ class LocalMemory:
         return await store.status(session)
 
     async def causal(self, request: CausalRequest) -> CausalChain:
-        graph = self._models().graph
-        if graph is None:
-            raise MemoryUnavailableError("the graph read model is not running here")
-        return await graph.read(causal_chain(request))
+        return await self._graph_read(request, causal_chain(request))
 
     async def causal_path(self, request: CausalPathRequest) -> CausalPaths:
-        graph = self._models().graph
-        if graph is None:
-            raise MemoryUnavailableError("the graph read model is not running here")
-        return await graph.read(causal_paths(request))
+        return await self._graph_read(request, causal_paths(request))
 
     async def causal_explain(self, request: CausalExplainRequest) -> CausalExplanation:
-        graph = self._models().graph
-        if graph is None:
-            raise MemoryUnavailableError("the graph read model is not running here")
-        return await graph.read(causal_explanation(request))
+        return await self._graph_read(request, causal_explanation(request))
 
     async def candidates(self, request: CandidateListRequest) -> CandidateList:
-        graph = self._models().graph
-        if graph is None:
-            raise MemoryUnavailableError("the graph read model is not running here")
-        return await graph.read(candidate_list(request))
+        return await self._graph_read(request, candidate_list(request))
 
     async def candidate(self, request: CandidateRequest) -> CandidateLookup:
-        graph = self._models().graph
-        if graph is None:
-            raise MemoryUnavailableError("the graph read model is not running here")
-        return await graph.read(candidate_show(request))
+        return await self._graph_read(request, candidate_show(request))
 
     async def graph_view(self, request: ViewRequest) -> ViewGraph:
-        graph = self._models().graph
+        return await self._graph_read(request, graph_view(request))
+
+    async def _graph_read(self, request: ReadsAfter, reading: Reading[S]) -> S:
+        """A read of the graph alone; given `after`, once the graph has applied it (or the wait ran out)."""
+        consistency = await waited(request.after, request.after_wait_ms, self._models, GRAPH_READS)
+        graph = self._models().graph  # asked after the wait: a rebuild may have swapped it meanwhile
         if graph is None:
             raise MemoryUnavailableError("the graph read model is not running here")
-        return await graph.read(graph_view(request))
+        return with_consistency(await graph.read(reading), consistency)
+
+
+class ReadsAfter(Protocol):
+    """A request that may ask to read its own writes."""
+
+    @property
+    def after(self) -> Position | None: ...
+
+    @property
+    def after_wait_ms(self) -> int: ...

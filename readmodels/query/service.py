@@ -24,6 +24,7 @@ from nats.aio.msg import Msg
 
 from eventloom.runtime import RoleState
 from readmodels.checkout.model import CheckoutRequest
+from readmodels.consistency import Consistency
 from readmodels.query.protocol import MemoryService, MemoryUnavailableError
 from readmodels.query.responder import Responder
 from readmodels.retrieval.candidates import CandidateListRequest, CandidateRequest
@@ -47,6 +48,9 @@ class ErrorBody(msgspec.Struct, frozen=True):
 class Reply(msgspec.Struct, frozen=True, omit_defaults=True):
     result: Any = None
     error: ErrorBody | None = None
+    consistency: Consistency | None = None
+    """A projector's answer to a question given `after` (`readmodels.query.answers`): how it waited and
+    whether its read model still lagged. The memory service's results carry their own instead."""
 
 
 BUSY_REPLY: Final = msgspec.json.encode(Reply(error=ErrorBody("unavailable", BUSY)))

@@ -15,11 +15,13 @@ from typing import Any, Final, Literal
 import msgspec
 
 from eventloom.event import SESSION_PATTERN
+from eventloom.position import Position
+from readmodels.consistency import DEFAULT_AFTER_WAIT_MS, Consistency
 from readmodels.graph.cypher.io import Reading
 from readmodels.graph.reads import ENTITY_COLUMNS, to_version
 from readmodels.graph.records import EntityVersion
 from readmodels.retrieval.hits import event_citation
-from readmodels.retrieval.model import MAX_LIMIT, Citation, QueryError, check_range
+from readmodels.retrieval.model import MAX_LIMIT, Citation, QueryError, check_after_wait, check_range
 
 CANDIDATE_TYPE: Final = "consolidation_candidate"
 CANDIDATE_TYPES: Final = ("episode", "claim", "procedure")
@@ -52,7 +54,13 @@ class CandidateListRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unk
     candidate_type: str | None = None
     limit: int = DEFAULT_CANDIDATE_LIMIT
 
+    after: Position | None = None
+    """Answer only once the read models used have applied this event (read your own writes)."""
+    after_wait_ms: int = DEFAULT_AFTER_WAIT_MS
+    """How long to wait for `after` before answering anyway (the result's `consistency` says what lagged)."""
+
     def __post_init__(self) -> None:
+        check_after_wait(self.after_wait_ms)
         _check_session(self.session)
         if self.status is not None and self.status not in STATUSES:
             raise QueryError(f"status: expected one of {', '.join(STATUSES)}, got {self.status!r}")
@@ -69,7 +77,13 @@ class CandidateRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     candidate_id: str
     session: str | None = None
 
+    after: Position | None = None
+    """Answer only once the read models used have applied this event (read your own writes)."""
+    after_wait_ms: int = DEFAULT_AFTER_WAIT_MS
+    """How long to wait for `after` before answering anyway (the result's `consistency` says what lagged)."""
+
     def __post_init__(self) -> None:
+        check_after_wait(self.after_wait_ms)
         if not self.candidate_id.strip() or len(self.candidate_id) > 256:
             raise QueryError("candidate_id: expected 1 to 256 characters")
         _check_session(self.session)
@@ -124,6 +138,8 @@ class CandidateList(msgspec.Struct, frozen=True, kw_only=True):
     """Newest proposal first."""
     matched: int
     truncated: bool
+    consistency: Consistency | None = None
+    """Set when the request gave `after`: how long the read waited, and what read models still lagged."""
 
 
 class CandidateLookup(msgspec.Struct, frozen=True, kw_only=True):
@@ -131,6 +147,8 @@ class CandidateLookup(msgspec.Struct, frozen=True, kw_only=True):
     found: Candidate | None
     sessions: list[str] = msgspec.field(default_factory=list)
     """Every session that has a candidate of this id."""
+    consistency: Consistency | None = None
+    """Set when the request gave `after`: how long the read waited, and what read models still lagged."""
 
 
 def _source_citations(items: Any) -> list[Citation]:

@@ -26,12 +26,21 @@ from typing import Any, Final, Literal, get_args
 import msgspec
 
 from eventloom.event import SESSION_PATTERN
+from eventloom.position import Position
+from readmodels.consistency import DEFAULT_AFTER_WAIT_MS, Consistency
 from readmodels.graph.cypher.io import Reading
 from readmodels.graph.model import SNAKE_CASE, InvalidGraphWrite, canonical_ts
 from readmodels.graph.reads import EDGE_COLUMNS, to_edge, window
 from readmodels.graph.records import RelationEdge
 from readmodels.retrieval.hits import event_citation
-from readmodels.retrieval.model import MAX_DEPTH, MAX_LIMIT, Citation, QueryError, check_range
+from readmodels.retrieval.model import (
+    MAX_DEPTH,
+    MAX_LIMIT,
+    Citation,
+    QueryError,
+    check_after_wait,
+    check_range,
+)
 
 Direction = Literal["successors", "predecessors"]
 DIRECTIONS: Final[tuple[str, ...]] = get_args(Direction)
@@ -58,7 +67,13 @@ class CausalRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     as_of: str | None = None
     limit: int = DEFAULT_CAUSAL_LIMIT
 
+    after: Position | None = None
+    """Answer only once the read models used have applied this event (read your own writes)."""
+    after_wait_ms: int = DEFAULT_AFTER_WAIT_MS
+    """How long to wait for `after` before answering anyway (the result's `consistency` says what lagged)."""
+
     def __post_init__(self) -> None:
+        check_after_wait(self.after_wait_ms)
         if not SESSION_PATTERN.fullmatch(self.session):
             raise QueryError(
                 f"session: expected 1 to 128 of A-Z, a-z, 0-9, '_' and '-', got {self.session!r}"
@@ -125,6 +140,8 @@ class CausalChain(msgspec.Struct, frozen=True, kw_only=True):
     """The entity name walked, when `name` matched it ignoring case or as a part."""
     suggestions: list[str] = msgspec.field(default_factory=list)
     """With no `start`: the session's names closest to `name`, best first."""
+    consistency: Consistency | None = None
+    """Set when the request gave `after`: how long the read waited, and what read models still lagged."""
 
 
 def causal_chain(request: CausalRequest) -> Reading[CausalChain]:

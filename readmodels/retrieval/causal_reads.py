@@ -20,6 +20,8 @@ from typing import Any, Final
 import msgspec
 
 from eventloom.event import SESSION_PATTERN
+from eventloom.position import Position
+from readmodels.consistency import DEFAULT_AFTER_WAIT_MS, Consistency
 from readmodels.graph.cypher.io import Reading
 from readmodels.graph.identity import decode_json
 from readmodels.graph.model import SNAKE_CASE, InvalidGraphWrite, canonical_ts
@@ -39,7 +41,14 @@ from readmodels.retrieval.causal_chains import (
     with_summaries,
 )
 from readmodels.retrieval.hits import event_citation
-from readmodels.retrieval.model import MAX_DEPTH, MAX_LIMIT, Citation, QueryError, check_range
+from readmodels.retrieval.model import (
+    MAX_DEPTH,
+    MAX_LIMIT,
+    Citation,
+    QueryError,
+    check_after_wait,
+    check_range,
+)
 
 DEFAULT_PATH_LIMIT: Final = 5
 MAX_PATH_LIMIT: Final = 20
@@ -76,7 +85,13 @@ class CausalPathRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknow
     as_of: str | None = None
     limit: int = DEFAULT_PATH_LIMIT
 
+    after: Position | None = None
+    """Answer only once the read models used have applied this event (read your own writes)."""
+    after_wait_ms: int = DEFAULT_AFTER_WAIT_MS
+    """How long to wait for `after` before answering anyway (the result's `consistency` says what lagged)."""
+
     def __post_init__(self) -> None:
+        check_after_wait(self.after_wait_ms)
         _check(self.session, {"source": self.source, "target": self.target}, self.as_of)
         check_range("depth", self.depth, 1, MAX_DEPTH)
         check_range("limit", self.limit, 1, MAX_PATH_LIMIT)
@@ -104,6 +119,8 @@ class CausalPaths(msgspec.Struct, frozen=True, kw_only=True):
     suggestions: dict[str, list[str]] = msgspec.field(default_factory=dict)
     """For `source` or `target` when no entity matched: the session's closest names."""
     authoritative: bool = False
+    consistency: Consistency | None = None
+    """Set when the request gave `after`: how long the read waited, and what read models still lagged."""
 
 
 def causal_paths(request: CausalPathRequest) -> Reading[CausalPaths]:
@@ -209,7 +226,13 @@ class CausalExplainRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unk
     as_of: str | None = None
     limit: int = DEFAULT_CAUSAL_LIMIT
 
+    after: Position | None = None
+    """Answer only once the read models used have applied this event (read your own writes)."""
+    after_wait_ms: int = DEFAULT_AFTER_WAIT_MS
+    """How long to wait for `after` before answering anyway (the result's `consistency` says what lagged)."""
+
     def __post_init__(self) -> None:
+        check_after_wait(self.after_wait_ms)
         _check(self.session, {"name": self.name}, self.as_of)
         if self.entity_type is not None and not SNAKE_CASE.fullmatch(self.entity_type):
             raise QueryError(f"entity_type: expected snake_case, got {self.entity_type!r}")
@@ -246,6 +269,8 @@ class CausalExplanation(msgspec.Struct, frozen=True, kw_only=True):
     resolved_name: str | None = None
     suggestions: list[str] = msgspec.field(default_factory=list)
     authoritative: bool = False
+    consistency: Consistency | None = None
+    """Set when the request gave `after`: how long the read waited, and what read models still lagged."""
 
 
 def causal_explanation(request: CausalExplainRequest) -> Reading[CausalExplanation]:

@@ -11,6 +11,8 @@ from typing import Final, Literal
 
 import msgspec
 
+from eventloom.position import Position
+from readmodels.consistency import DEFAULT_AFTER_WAIT_MS, Consistency, after_wait_problem
 from readmodels.retrieval.fusion import DEFAULT_PROFILE, LANES, PROFILES, Contribution, Fusion, Lane
 
 HitKind = Literal["entity", "event", "source"]
@@ -35,6 +37,12 @@ def check_question(text: str, profile: str) -> None:
         raise QueryError(f"profile: expected one of {', '.join(PROFILES)}, got {profile!r}")
 
 
+def check_after_wait(wait_ms: int) -> None:
+    problem = after_wait_problem(wait_ms)
+    if problem is not None:
+        raise QueryError(problem)
+
+
 def check_range(field: str, value: int, low: int, high: int) -> None:
     if not low <= value <= high:
         raise QueryError(f"{field}: must be between {low} and {high}, got {value}")
@@ -56,7 +64,13 @@ class Query(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     depth: int = DEFAULT_DEPTH
     include_inferred: bool = True
 
+    after: Position | None = None
+    """Answer only once the read models used have applied this event (read your own writes)."""
+    after_wait_ms: int = DEFAULT_AFTER_WAIT_MS
+    """How long to wait for `after` before answering anyway (the result's `consistency` says what lagged)."""
+
     def __post_init__(self) -> None:
+        check_after_wait(self.after_wait_ms)
         check_question(self.text, self.profile)
         check_range("limit", self.limit, 1, MAX_LIMIT)
         check_range("depth", self.depth, 0, MAX_DEPTH)
@@ -184,3 +198,6 @@ class QueryResult(msgspec.Struct, frozen=True, kw_only=True):
     work: list[TaskState] = msgspec.field(default_factory=list)
     """The tasks among the hits, and when the question asks about work (what is left, open, blocked, who
     works on what), the unfinished tasks in scope: where each stands, its owner and its blockers."""
+
+    consistency: Consistency | None = None
+    """Set when the request gave `after`: how long the read waited, and what read models still lagged."""

@@ -18,15 +18,17 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, TypeVar
 
 import msgspec
 
+from readmodels.consistency import Hurry, Progress
 from readmodels.documents import MemoryDoc
 from readmodels.graph.lookup import Span, cited_spans
 from readmodels.graph.model import InvalidGraphWrite, canonical_ts
 from readmodels.graph.records import EntityVersion
+from readmodels.retrieval.after import query_models, waited, with_consistency
 from readmodels.retrieval.fusion import LANES, FusedHit, profile
 from readmodels.retrieval.hits import HitBuilder
 from readmodels.retrieval.invalidated import NoLongerHolding, no_longer_holding
@@ -78,6 +80,11 @@ class ReadModels:
     vector: VectorSearch | None = None
     graph: GraphReads | None = None
     trust: TrustLookup | None = None
+    progress: Mapping[str, Progress] = field(default_factory=dict)
+    """Each read model's progress through the log, by projector name (`graph`, `keyword`, `vector`,
+    `inferred`): what a read given `after` waits on."""
+    hurry: Hurry | None = None
+    """Tells the projectors of lagging read models that a reader waits (those running in this process)."""
 
 
 @dataclass(frozen=True)
@@ -109,9 +116,12 @@ class Retriever:
         return self._models()
 
     async def query(self, query: Query) -> QueryResult:
+        """Answer `query`; given `after`, once the read models it reads have applied that event (or its
+        wait ran out: the result's `consistency` then names those that lag)."""
+        consistency = await waited(query.after, query.after_wait_ms, self._models, query_models(query))
         started = time.perf_counter()
         gathered = await self.gather(query)
-        return await self.answer(gathered, query.limit, started)
+        return with_consistency(await self.answer(gathered, query.limit, started), consistency)
 
     async def gather(self, query: Query) -> Gathered:
         """The first stage: every lane's candidates, resolved at the asked time (nothing ordered yet)."""
