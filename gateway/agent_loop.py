@@ -17,6 +17,8 @@ import msgspec
 from eventloom.event import Event
 from eventloom.keys import KeyStore
 from eventloom.log import EventLog
+from eventloom.position import Position
+from eventloom.request import AppendRequest
 from eventloom.verify import verify_everything
 from readmodels.checkout.budget import clip
 from readmodels.checkout.model import DEFAULT_TOKEN_BUDGET, CheckoutRequest, MemoryCheckout
@@ -32,6 +34,8 @@ class AfterTurn(msgspec.Struct, frozen=True, kw_only=True):
     turn: str
     """The citation of the appended `transcript.turn`."""
     seq: int
+    position: str
+    """The turn's position, `SESSION/SEQ`: a later read given it as `after` sees the turn."""
     checkout: MemoryCheckout
 
 
@@ -48,15 +52,27 @@ async def after_turn(
     principal: str | None = None,
     token_budget: int = DEFAULT_TOKEN_BUDGET,
     profile: str = "balanced",
+    after: Position | None = None,
 ) -> AfterTurn:
+    """Append the turn, then check out memory for it; with `after`, once that write is readable."""
     payload: dict[str, Any] = {"role": role, "text": text}
     if speaker:
         payload["speaker"] = speaker
     if turn_id:
         payload["turn_id"] = turn_id
-    request = CheckoutRequest(text=text, session=session, token_budget=token_budget, profile=profile)
-    event = await log.append(session, "transcript.turn", actor or role, payload, principal=principal)
-    return AfterTurn(turn=event.citation, seq=event.seq, checkout=await memory.checkout(request))
+    request = CheckoutRequest(
+        text=text, session=session, token_budget=token_budget, profile=profile, after=after
+    )
+    turn = AppendRequest(
+        session=session, type="transcript.turn", actor=actor or role, payload=payload, principal=principal
+    )
+    (stored,) = await log.append_positioned([turn])
+    return AfterTurn(
+        turn=stored.event.citation,
+        seq=stored.event.seq,
+        position=stored.position.text,
+        checkout=await memory.checkout(request),
+    )
 
 
 class SessionSummary(msgspec.Struct, frozen=True, kw_only=True):
@@ -113,8 +129,11 @@ async def handoff_bundle(
     replay: int = DEFAULT_REPLAY,
     token_budget: int = DEFAULT_TOKEN_BUDGET,
     verify_wait_s: float = 5.0,
+    after: Position | None = None,
 ) -> HandoffBundle:
-    request = CheckoutRequest(text=question or HANDOFF_QUESTION, session=session, token_budget=token_budget)
+    request = CheckoutRequest(
+        text=question or HANDOFF_QUESTION, session=session, token_budget=token_budget, after=after
+    )
     count, by_type, actors = 0, Counter[str](), dict[str, None]()
     first: Event | None = None
     tail: list[Event] = []

@@ -95,7 +95,8 @@ def calls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
 
 def omitted(value: Any, key: str, schema: dict[str, Any], required: set[str]) -> bool:
     """An explicit null for an optional argument without a default is the argument left out: the schema
-    shows such an argument as its own type only (`server.compact_schema`), and the server takes both."""
+    shows such an argument as its own type only (`gateway.mcp.schemas.compact_schema`); the server takes
+    both."""
     return value is None and key not in required and "default" not in schema
 
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from eventloom.event import SESSION_PATTERN
+from eventloom.position import Position
 from readmodels.checkout.model import MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET
 from readmodels.retrieval.model import MAX_DEPTH, MAX_LIMIT, MAX_QUERY_CHARS
 
@@ -47,7 +48,22 @@ Payload = Annotated[
     dict[str, Any],
     Field(description="The event's payload: a JSON object of at most 1 MiB (see docs/event-types.md)."),
 ]
+After = Annotated[
+    str | None,
+    Field(
+        max_length=160,
+        description="Answer once this write (an append's `position`, SESSION/SEQ) is readable. "
+        "Default: your own last append.",
+    ),
+]
 Name = Annotated[str, Field(min_length=1, max_length=512)]
+
+
+def position_after(after: str | None) -> Position | None:
+    """An `after` argument as the position a read waits for (`invalid_input` naming `after` if it is none)."""
+    return Position.parse(after) if after is not None else None
+
+
 SnakeCase = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=128)]
 EventHash = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 

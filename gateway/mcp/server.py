@@ -17,7 +17,7 @@ errors as the built-ins. A plug-in that fails to load is left out, with a warnin
 from __future__ import annotations
 
 import asyncio
-import inspect
+import contextlib
 import json
 import logging
 import re
@@ -29,15 +29,18 @@ from typing import Any, Final, Protocol, cast
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent
-from pydantic import BaseModel, ConfigDict
 
+from eventloom.errors import EventValidationError
 from eventloom.event import SESSION_PATTERN
+from eventloom.position import Position
 from gateway import __version__
 from gateway.access.backend import Backend
 from gateway.access.tokens import LOCAL_OPERATOR, Principal, TokenBook, bearer_token
 from gateway.consolidation import needs_review_rights
 from gateway.mcp.caller import Caller, calling_as, finished_calling
 from gateway.mcp.failures import ToolFailure, failure_of
+from gateway.mcp.own_writes import OwnWrites, written_position
+from gateway.mcp.schemas import plain_description, strict_arguments
 from gateway.mcp.scope import rows_scoped, scoped_answer
 from gateway.mcp.tools_causal import register_causal_tools
 from gateway.mcp.tools_consolidation import REVIEW_TOOLS, register_consolidation_tools
@@ -115,6 +118,7 @@ class EventloomMCP(MCPServer):
             toolsets = backend.settings.mcp_toolsets if backend is not None else DEFAULT_TOOLSET
         chosen = parse_toolsets(toolsets, catalogue.toolsets, "EVENTLOOM_MCP_TOOLSETS")
         self.access = ToolAccess(catalogue, chosen)
+        self.own_writes = OwnWrites()
         self.tool_names = frozenset(tool.name for tool in self._tool_manager.list_tools())
         self.rows_scoped = rows_scoped(self)
         self.arguments_of: dict[str, frozenset[str]] = {}
@@ -144,15 +148,32 @@ class EventloomMCP(MCPServer):
         result: Any = None
         try:
             self._authorize(caller, name, arguments)
-            result = await super().call_tool(name, arguments, context)
+            asked = self._after_own_writes(caller, name, arguments)
+            result = await super().call_tool(name, asked, context)
             if not caller.principal.unrestricted:
                 result = _scoped(result, caller.principal)
+            self._remember_write(caller, result)
         except Exception as exc:
             failure = failure_of(exc.__cause__ if exc.__cause__ is not None else exc)
         finally:
             finished_calling(token)
         await self._audit(caller, name, arguments, failure, time.perf_counter() - started)
         return _error(failure) if failure is not None else result
+
+    def _after_own_writes(self, caller: Caller, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """A read that takes `after` and was given none waits for the caller's own last write (in the
+        session it asks about, else anywhere): an agent reads what it just appended."""
+        if "after" not in self.arguments_of[name] or arguments.get("after") is not None:
+            return arguments
+        session = arguments.get("session")
+        latest = self.own_writes.latest(caller.principal.name, session if isinstance(session, str) else None)
+        return arguments if latest is None else {**arguments, "after": latest.text}
+
+    def _remember_write(self, caller: Caller, result: Any) -> None:
+        if isinstance(result, CallToolResult) and not result.is_error:
+            with contextlib.suppress(EventValidationError, ValueError):  # an answer that is no write
+                if (position := written_position(result.structured_content)) is not None:
+                    self.own_writes.wrote(caller.principal.name, position)
 
     def _authorize(self, caller: Caller, name: str, arguments: Mapping[str, Any]) -> None:
         principal = caller.principal
@@ -179,6 +200,7 @@ class EventloomMCP(MCPServer):
                 "invalid_input", f"{unknown[0][:64]}: not an argument of {name}, which takes {taken}"
             )
         _authorize_review(principal, name, arguments)
+        _authorize_after(principal, arguments.get("after"))
         session = arguments.get("session")
         if session is not None and not isinstance(session, str):
             raise ToolFailure("invalid_input", "session: expected a string")
@@ -290,48 +312,19 @@ def _authorize_review(principal: Principal, name: str, arguments: Mapping[str, A
         )
 
 
-def strict_arguments(tool: Any) -> None:
-    """Make `tool` refuse arguments it does not take and values of the wrong type, however deep; its
-    input schema says so (`additionalProperties: false`), so a client sees it before calling."""
-    loose: type[BaseModel] = tool.fn_metadata.arg_model
-    config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", strict=True)
-    strict: type[BaseModel] = type(
-        loose.__name__, (loose,), {"model_config": config, "__module__": loose.__module__}
-    )
-    tool.fn_metadata.arg_model = strict
-    tool.parameters = compact_schema(strict.model_json_schema(by_alias=True))
-    if tool.output_schema is not None:
-        tool.output_schema = compact_schema(tool.output_schema)
-
-
-def plain_description(docstring: str) -> str:
-    """A docstring as an LLM should read it: one line a paragraph, no indentation or wrapping."""
-    paragraphs = inspect.cleandoc(docstring).split("\n\n")
-    return "\n".join(" ".join(paragraph.split()) for paragraph in paragraphs if paragraph.strip())
-
-
-def compact_schema(schema: Any) -> Any:
-    """`schema` as an LLM reads it best, and cheapest: no generated titles, and an optional argument as
-    its own type (omitting it is how to say "none"; the server still takes an explicit null)."""
-    if isinstance(schema, list):
-        return [compact_schema(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    compact: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "title":
-            continue
-        if key in ("properties", "$defs"):
-            compact[key] = {name: compact_schema(item) for name, item in value.items()}
-        else:
-            compact[key] = compact_schema(value)
-    options = compact.get("anyOf")
-    if isinstance(options, list) and compact.get("default", ...) is None:
-        kept = [option for option in options if option != {"type": "null"}]
-        if len(kept) == 1 and len(options) == 2:
-            del compact["anyOf"], compact["default"]
-            compact = {**kept[0], **compact}
-    return compact
+def _authorize_after(principal: Principal, after: object) -> None:
+    """Waiting on a position shows how far the read models got in its session: only in a session the
+    caller may touch."""
+    try:
+        position = Position.parse(after) if isinstance(after, str) else None
+    except EventValidationError:
+        position = None  # the tool refuses it, naming `after`, once its other arguments are checked
+    if position is None:
+        return
+    if not principal.may_touch(position.session):
+        raise ToolFailure(
+            "forbidden", f"after: token {principal.name!r} may not touch session {position.session!r}"
+        )
 
 
 def _scoped(result: Any, principal: Principal) -> Any:

@@ -14,7 +14,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from gateway.access.backend import Backend
-from gateway.mcp.arguments import AsOf, Name, Session, SnakeCase
+from gateway.mcp.arguments import After, AsOf, Name, Session, SnakeCase, position_after
 from gateway.mcp.failures import ToolFailure
 from readmodels.retrieval.causal_chains import CausalRequest
 from readmodels.retrieval.causal_reads import (
@@ -51,6 +51,7 @@ def register_causal_tools(server: MCPServer, backend: Backend) -> None:
         entity_type: Annotated[SnakeCase | None, Field(description="Only entities of this type.")] = None,
         depth: Annotated[int | None, Field(ge=1, le=MAX_DEPTH, description="Most hops (default 3).")] = None,
         as_of: AsOf = None,
+        after: After = None,
         limit: Annotated[
             int | None, Field(ge=1, le=MAX_LIMIT, description="Most edges a hop (path: paths, 20 at most).")
         ] = None,
@@ -71,12 +72,19 @@ def register_causal_tools(server: MCPServer, backend: Backend) -> None:
                 depth=depth or MAX_DEPTH,
                 as_of=as_of,
                 limit=limit or DEFAULT_PATH_LIMIT,
+                after=position_after(after),
             )
             return dict(msgspec.to_builtins(await backend.memory.causal_path(path)))
         depth, limit = depth or DEFAULT_CAUSAL_DEPTH, limit or DEFAULT_CAUSAL_LIMIT
         if ask == "why":
             why = CausalExplainRequest(
-                session=session, name=name, entity_type=entity_type, depth=depth, as_of=as_of, limit=limit
+                session=session,
+                name=name,
+                entity_type=entity_type,
+                depth=depth,
+                as_of=as_of,
+                limit=limit,
+                after=position_after(after),
             )
             return dict(msgspec.to_builtins(await backend.memory.causal_explain(why)))
         chain = CausalRequest(
@@ -87,5 +95,6 @@ def register_causal_tools(server: MCPServer, backend: Backend) -> None:
             depth=depth,
             as_of=as_of,
             limit=limit,
+            after=position_after(after),
         )
         return dict(msgspec.to_builtins(await backend.memory.causal(chain)))

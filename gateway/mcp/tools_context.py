@@ -10,7 +10,7 @@ from pydantic import Field
 
 from gateway.access.backend import Backend
 from gateway.agent_loop import DEFAULT_REPLAY, after_turn, handoff_bundle
-from gateway.mcp.arguments import Name, Session, TokenBudget
+from gateway.mcp.arguments import After, Name, Session, TokenBudget, position_after
 from gateway.mcp.caller import current_caller
 from readmodels.checkout.model import DEFAULT_TOKEN_BUDGET
 
@@ -35,6 +35,7 @@ def register_context_tools(server: MCPServer, backend: Backend) -> None:
         speaker: Name | None = None,
         turn_id: Annotated[str | None, Field(max_length=256)] = None,
         token_budget: TokenBudget = DEFAULT_TOKEN_BUDGET,
+        after: After = None,
     ) -> dict[str, Any]:
         turned = await after_turn(
             backend.log,
@@ -47,6 +48,7 @@ def register_context_tools(server: MCPServer, backend: Backend) -> None:
             actor=current_caller().actor if role != "user" else None,
             principal=current_caller().recorded_principal,
             token_budget=token_budget,
+            after=position_after(after),
         )
         return dict(msgspec.to_builtins(turned))
 
@@ -58,6 +60,7 @@ def register_context_tools(server: MCPServer, backend: Backend) -> None:
             DEFAULT_REPLAY
         ),
         token_budget: TokenBudget = DEFAULT_TOKEN_BUDGET,
+        after: After = None,
     ) -> dict[str, Any]:
         bundle = await handoff_bundle(
             backend.log,
@@ -67,5 +70,6 @@ def register_context_tools(server: MCPServer, backend: Backend) -> None:
             replay=replay,
             token_budget=token_budget,
             verify_wait_s=2.0,
+            after=position_after(after),
         )
         return dict(msgspec.to_builtins(bundle))

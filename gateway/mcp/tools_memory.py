@@ -8,10 +8,13 @@ import msgspec
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from eventloom.event import Event, utc_timestamp
+from eventloom.event import utc_timestamp
+from eventloom.position import Appended
+from eventloom.request import AppendRequest
 from gateway.access.backend import Backend
 from gateway.mcp.arguments import (
     MAX_PAYLOAD_BYTES,
+    After,
     AsOf,
     EventHash,
     Name,
@@ -22,6 +25,7 @@ from gateway.mcp.arguments import (
     Session,
     SessionFilter,
     SnakeCase,
+    position_after,
 )
 from gateway.mcp.caller import current_caller
 from gateway.mcp.failures import ToolFailure
@@ -78,11 +82,14 @@ class RelationArg(NestedArgument):
     relation_type: SnakeCase
 
 
-def appended(event: Event) -> dict[str, Any]:
+def appended(stored: Appended) -> dict[str, Any]:
+    event = stored.event
     return {
         "citation": event.citation,
         "session": event.session,
         "seq": event.seq,
+        "position": stored.position.text,
+        "stream_seq": stored.position.stream_seq,
         "hash": event.hash,
         "ts": event.ts,
         "type": event.type,
@@ -120,17 +127,18 @@ def register_memory_tools(server: MCPServer, backend: Backend) -> None:
                 f"actor: token {caller.principal.name!r} may append only as "
                 f"{', '.join(caller.principal.actors)}",
             )
-        event = await backend.log.append(
-            session,
-            type,
-            actor,
-            payload,
-            caused_by=caused_by,
+        request = AppendRequest(
+            session=session,
+            type=type,
+            actor=actor,
+            payload=payload,
+            caused_by=list(caused_by),
             idempotency_key=idempotency_key,
             expected_seq=expected_seq,
             principal=caller.recorded_principal,
         )
-        return appended(event)
+        (stored,) = await backend.log.append_positioned([request])
+        return appended(stored)
 
     @server.tool(description=INVALIDATE)
     async def memory_invalidate(
@@ -150,10 +158,15 @@ def register_memory_tools(server: MCPServer, backend: Backend) -> None:
         if reason:
             payload["reason"] = reason
         caller = current_caller()
-        event = await backend.log.append(
-            session, "memory.invalidated", caller.actor, payload, principal=caller.recorded_principal
+        request = AppendRequest(
+            session=session,
+            type="memory.invalidated",
+            actor=caller.actor,
+            payload=payload,
+            principal=caller.recorded_principal,
         )
-        return appended(event)
+        (stored,) = await backend.log.append_positioned([request])
+        return appended(stored)
 
     @server.tool(description=SEARCH)
     async def memory_search(
@@ -161,6 +174,7 @@ def register_memory_tools(server: MCPServer, backend: Backend) -> None:
         session: SessionFilter = None,
         answer: SearchAnswer = "prompt",
         as_of: AsOf = None,
+        after: After = None,
         profile: Profile = "balanced",
         token_budget: Annotated[
             int | None,
@@ -183,6 +197,7 @@ def register_memory_tools(server: MCPServer, backend: Backend) -> None:
                 depth=DEFAULT_DEPTH if depth is None else depth,
                 lanes=lanes,
                 include_inferred=include_inferred,
+                after=position_after(after),
             )
             return dict(msgspec.to_builtins(await backend.memory.query(query)))
         request = CheckoutRequest(
@@ -192,6 +207,7 @@ def register_memory_tools(server: MCPServer, backend: Backend) -> None:
             profile=profile,
             token_budget=token_budget or DEFAULT_TOKEN_BUDGET,
             include_inferred=include_inferred,
+            after=position_after(after),
         )
         checkout = await backend.memory.checkout(request)
         if answer == "checkout":
@@ -202,6 +218,7 @@ def register_memory_tools(server: MCPServer, backend: Backend) -> None:
             "answerability": msgspec.to_builtins(checkout.answerability),
             "tokens": checkout.diagnostics.tokens,
             "warnings": checkout.warnings,
+            **({"consistency": msgspec.to_builtins(checkout.consistency)} if checkout.consistency else {}),
         }
 
 
