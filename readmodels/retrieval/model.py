@@ -112,6 +112,11 @@ class Proposal(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     method: str | None = None
     claimed_by: str | None = None
     """Set when the entity is an agent's claim (its property `asserted_as` is `claim`): who claimed it."""
+    candidate_type: str | None = None
+    """Set on a consolidation candidate: what it proposes (`claim`, `procedure`, `episode`, ...)."""
+    edge: InferredLink | None = None
+    """Set when the derived event created an inferred or causal edge: that edge, with its own confidence,
+    method and trust (the derived event's text and the entities it named do not carry them)."""
 
 
 class Hit(msgspec.Struct, frozen=True, kw_only=True):

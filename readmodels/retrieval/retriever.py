@@ -27,6 +27,7 @@ from readmodels.documents import MemoryDoc
 from readmodels.graph.lookup import Span, cited_spans
 from readmodels.graph.model import InvalidGraphWrite, canonical_ts
 from readmodels.graph.records import EntityVersion
+from readmodels.retrieval.edge_proposals import with_proposed_edges
 from readmodels.retrieval.fusion import LANES, FusedHit, profile
 from readmodels.retrieval.hits import HitBuilder
 from readmodels.retrieval.invalidated import NoLongerHolding, no_longer_holding
@@ -193,6 +194,9 @@ class Retriever:
         builder = HitBuilder(gathered.order.chosen, gathered.lanes, gathered.resolved, gathered.links, spans)
         hits = [hit for hit in map(builder.build, fused) if hit is not None]
         hits = await self._same_as(gathered, hits, warnings)
+        if (graph := gathered.models.graph) is not None:
+            work = with_proposed_edges(graph, gathered.models.trust, hits)
+            hits = await self._guarded(work, "edges of proposals not read", warnings, hits)
         if (session := gathered.query.session) is not None:
             hits = [hit for hit in hits if all(c.session == session for c in hit.citations)]
         reached = [v for v in map(_version_of(gathered), (hit.key for hit in hits)) if v is not None]
