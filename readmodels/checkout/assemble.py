@@ -42,7 +42,7 @@ from readmodels.retrieval.work import TASK_TYPE, work_intent
 
 MAX_QUESTION_TOKENS: Final = 80
 DIAGNOSTICS_TITLE: Final = (
-    "## Context diagnostics (what the section above holds and leaves out; not evidence)"
+    "## Context diagnostics (links and proposals: shown, left out and why; not evidence)"
 )
 MAX_DIAGNOSTIC_TOKENS: Final = 80
 CONTEXT_TITLE: Final = (

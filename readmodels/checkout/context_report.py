@@ -101,7 +101,7 @@ def low_trust_guidance(kind: EdgeKind, context: EdgeContext) -> str | None:
         return None
     if average >= LOW_AVERAGE_TRUST and lowest >= LOW_LOWEST_TRUST:
         return None
-    return low_trust_line(kind, average, lowest, clip(context.weakest, WEAKEST_TOKENS))
+    return low_trust_line(kind, average, lowest, clip(" ".join(context.weakest.split()), WEAKEST_TOKENS))
 
 
 def low_trust_line(kind: EdgeKind, average: float, lowest: float, weakest: str) -> str:
