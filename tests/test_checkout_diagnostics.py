@@ -121,6 +121,21 @@ def test_a_causal_edge_proposal_shows_the_edge_confidence_and_is_counted_once() 
     assert checkout.inferred_context.considered == 0
 
 
+def test_an_edge_that_no_longer_holds_is_left_out_as_stale_and_provenance_is_counted() -> None:
+    uncited = link("a", "related_to", "b", trust=0.3, seq=11, cited_source=False)
+    cited = link("a", "related_to", "c", trust=0.7, seq=12, cited_source=True)
+    retracted = link("a", "related_to", "d", trust=0.7, seq=13, cited_source=True)
+    closed = Proposal(status="closed", source_event_type="inference.edge.generated", edge=retracted)
+    hits = [reached("b", uncited, 1), reached("c", cited, 2), proposed("event:s/13", closed, kind="event")]
+    checkout = checkout_from(result_of(*hits), CheckoutRequest(text="what relates to a?"))
+    report = checkout.inferred_context
+    assert (report.considered, report.shown, report.missing_provenance) == (3, 2, 1)
+    assert report.left_out == {"no_longer_holds": 1}
+    assert "a -related_to-> d" not in checkout.prompt
+    line = section(checkout, "## Context diagnostics")
+    assert "left out: no_longer_holds 1; 1 without provenance" in line
+
+
 def test_a_proposal_without_a_confidence_does_not_claim_one() -> None:
     bare = Proposal(status="proposed", source_event_type="inference.edge.contradicted")
     checkout = checkout_from(result_of(proposed("event:s/7", bare, kind="event")), CheckoutRequest(text="q"))

@@ -44,7 +44,7 @@ def source(event: Event) -> dict[str, object]:
 
 async def tell(log: EventLog) -> None:
     """A decision, the outage it caused (a causal edge of confidence 0.80, cited), an uncited inferred
-    edge (low trust) and a pending consolidation candidate."""
+    edge (low trust), an inferred edge retracted since, and a pending consolidation candidate."""
 
     async def add(event_type: str, payload: dict[str, Any]) -> Event:
         return await log.append(SESSION, event_type, "agent:diag", payload)
@@ -95,6 +95,20 @@ async def tell(log: EventLog) -> None:
         },
     )
     await add(
+        "inference.edge.generated",
+        {
+            "source": "billing-service",
+            "target": "login outage",
+            "relation_type": "caused_by",
+            "confidence": 0.9,
+            "method": "co_mention_v1",
+            "edge_id": "e-billing-outage",
+        },
+    )
+    await add(
+        "inference.edge.retracted", {"edge_id": "e-billing-outage", "reason": "billing was not involved"}
+    )
+    await add(
         "consolidation.candidate.created",
         {
             "candidate_id": "cand-login-migrations",
@@ -129,9 +143,14 @@ async def test_the_checkout_reports_its_context_and_shows_each_edge_confidence(
     assert causal.by_relation == {"causal_caused": 1} and causal.by_method == {"incident_review": 1}
     assert (causal.shown, causal.average_confidence, causal.lowest_confidence) == (1, 0.8, 0.8)
     assert causal.lowest_trust is not None and 0 < causal.lowest_trust < 0.8  # unknown method: discounted
+    assert causal.missing_provenance == 1  # appended directly: it names no event it was derived from
 
     inferred = checkout.inferred_context
-    assert inferred.by_relation == {"depends_on": 1} and inferred.by_method == {"co_mention_v1": 1}
+    assert inferred.by_relation == {"caused_by": 1, "depends_on": 1} and inferred.by_method == {
+        "co_mention_v1": 2
+    }
+    assert inferred.left_out == {"no_longer_holds": 1}  # the retracted edge: its event was found, not shown
+    assert "billing-service -caused_by-> login outage" not in prompt and inferred.missing_provenance == 2
     assert inferred.shown == 1 and inferred.weakest == "billing-service -depends_on-> auth-service"
     assert inferred.lowest_trust is not None and inferred.lowest_trust < 0.4  # no provenance, no evidence
     assert inferred.guidance is not None and "verify before acting" in inferred.guidance
@@ -145,7 +164,11 @@ async def test_the_checkout_reports_its_context_and_shows_each_edge_confidence(
     assert (
         "Causal links: 1 considered (relations: causal_caused 1; methods: incident_review 1)" in diagnostics
     )
-    assert "Inferred links: 1 considered (relations: depends_on 1; methods: co_mention_v1 1)" in diagnostics
+    assert (
+        "Inferred links: 2 considered (relations: caused_by 1, depends_on 1; methods: co_mention_v1 2)"
+        in (diagnostics)
+    )
+    assert "left out: no_longer_holds 1; 2 without provenance" in diagnostics
     assert "Consolidation candidates: 1 pending (claim 1), 1 shown as PROPOSED" in diagnostics
     assert checkout.diagnostics.tokens <= 3000
 

@@ -20,8 +20,14 @@ from readmodels.checkout.model import InferredContext
 from readmodels.checkout.prompt import PromptBuilder
 from readmodels.retrieval.model import Citation, Hit, InferredLink, Proposal
 
-HIDDEN_PROPOSALS: Final = frozenset({"rejected", "retracted", "promoted"})
-"""Statuses after which a proposal is left out of a checkout (a promoted one answers as its memory)."""
+HIDDEN_PROPOSALS: Final[dict[str, Outcome]] = {
+    "rejected": "rejected_or_retracted",
+    "retracted": "rejected_or_retracted",
+    "promoted": "promoted",
+    "closed": "no_longer_holds",
+}
+"""Statuses after which a proposal is left out of a checkout, and why (a promoted one answers as its
+memory; a `closed` one is an edge that no longer held, `readmodels.retrieval.edge_proposals`)."""
 CANDIDATE_ENTITY_TYPE: Final = "consolidation_candidate"
 CANDIDATE_EVENT_PREFIX: Final = "consolidation.candidate."
 GUIDANCE_LINE_TOKENS: Final = estimate_tokens(f"- {LONGEST_LOW_TRUST_LINE}") + 2
@@ -44,10 +50,6 @@ def edge_statement(link: InferredLink) -> str:
 
 def _is_candidate(hit: Hit, proposal: Proposal) -> bool:
     return hit.type == CANDIDATE_ENTITY_TYPE or proposal.source_event_type.startswith(CANDIDATE_EVENT_PREFIX)
-
-
-def _hidden_outcome(proposal: Proposal) -> Outcome:
-    return "promoted" if proposal.status == "promoted" else "rejected_or_retracted"
 
 
 class ContextPlacer:
@@ -88,13 +90,13 @@ class ContextPlacer:
             if not self._again_edge(proposal.edge):
                 self._edge_proposal(hit, proposal, proposal.edge, hidden)
             return
-        outcome = _hidden_outcome(proposal) if hidden else self._add_proposal(hit, proposal)
+        outcome = HIDDEN_PROPOSALS[proposal.status] if hidden else self._add_proposal(hit, proposal)
         if _is_candidate(hit, proposal):
             kind = proposal.candidate_type or "unknown"
             self.tally.candidate(CandidateOffer(candidate_type=kind, status=proposal.status, outcome=outcome))
 
     def _edge_proposal(self, hit: Hit, proposal: Proposal, link: InferredLink, hidden: bool) -> None:
-        outcome: Outcome = _hidden_outcome(proposal) if hidden else "below_trust_floor"
+        outcome: Outcome = HIDDEN_PROPOSALS[proposal.status] if hidden else "below_trust_floor"
         if not hidden and link.trust >= TRUST_FLOOR:
             about = hit.entity if hit.kind == "entity" else link.target  # an event: what its edge is about
             outcome = self._add_link(about, link, f"PROPOSED [{proposal.status}] ", proposal.status)
@@ -171,4 +173,5 @@ def _edge_offer(link: InferredLink, outcome: Outcome) -> EdgeOffer:
         confidence=link.confidence,
         trust=link.trust,
         outcome=outcome,
+        cited_source=link.cited_source,
     )

@@ -42,6 +42,7 @@ class EdgeOffer:
     confidence: float
     trust: float
     outcome: Outcome
+    cited_source: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,7 @@ def edge_context(kind: EdgeKind, offers: list[EdgeOffer]) -> EdgeContext:
         lowest_trust=weakest.trust if weakest else None,
         weakest=weakest.statement if weakest else None,
         left_out=_left_out([offer.outcome for offer in offers]),
+        missing_provenance=sum(1 for offer in offers if offer.cited_source is False),
     )
     return msgspec.structs.replace(context, guidance=low_trust_guidance(kind, context))
 
@@ -116,7 +118,7 @@ LONGEST_LOW_TRUST_LINE: Final = low_trust_line("inferred", 0.0, 0.0, "x" * (WEAK
 
 
 def consolidation_context(offers: list[CandidateOffer]) -> ConsolidationContext:
-    pending = [offer for offer in offers if offer.outcome not in ("rejected_or_retracted", "promoted")]
+    pending = [offer for offer in offers if offer.outcome in ("shown", "token_budget", "below_trust_floor")]
     return ConsolidationContext(
         pending=len(pending),
         by_type=dict(sorted(Counter(offer.candidate_type for offer in pending).items())),
@@ -143,6 +145,8 @@ def _edge_line(label: str, context: EdgeContext) -> str | None:
         )
     if context.left_out:
         line += f"; left out: {_counts(context.left_out)}"
+    if context.missing_provenance:
+        line += f"; {context.missing_provenance} without provenance"
     return line
 
 

@@ -97,10 +97,13 @@ class InferredContext(msgspec.Struct, frozen=True, kw_only=True):
     status: str = "proposed"
 
 
-LeftOutReason = Literal["below_trust_floor", "token_budget", "rejected_or_retracted", "promoted"]
+LeftOutReason = Literal[
+    "below_trust_floor", "token_budget", "rejected_or_retracted", "no_longer_holds", "promoted"
+]
 """Why a link or proposal the question reached is not in the prompt: its trust is under `TRUST_FLOOR`
-(`readmodels.checkout.context_report`), it did not fit the budget, a reviewer rejected or retracted it, or
-(a consolidation candidate) it was promoted and answers as memory."""
+(`readmodels.checkout.context_report`), it did not fit the budget, a reviewer rejected or retracted it, its
+edge no longer held at the asked time (retracted or superseded since: stale), or (a consolidation
+candidate) it was promoted and answers as memory."""
 
 
 class EdgeContext(msgspec.Struct, frozen=True, kw_only=True):
@@ -122,6 +125,8 @@ class EdgeContext(msgspec.Struct, frozen=True, kw_only=True):
     weakest: str | None = None
     left_out: dict[str, int] = msgspec.field(default_factory=dict)
     """By `LeftOutReason`."""
+    missing_provenance: int = 0
+    """Considered edges that do not cite the event they were derived from (their trust is discounted)."""
     guidance: str | None = None
 
 

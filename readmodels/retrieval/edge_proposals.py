@@ -35,8 +35,19 @@ def _asserting_event(hit: Hit) -> str | None:
     return event_uid(first.session, first.seq)
 
 
-async def with_proposed_edges(graph: GraphReads, trust: TrustLookup | None, hits: Sequence[Hit]) -> list[Hit]:
-    """`hits`, each proposal of an edge event carrying the edge that event created (when it did)."""
+CLOSED: Final = "closed"
+"""The status of an edge event's proposal when its edge no longer held at the asked time."""
+
+
+def _closed(edge: RelationEdge, as_of: str | None) -> bool:
+    return edge.valid_to is not None and (as_of is None or edge.valid_to <= as_of)
+
+
+async def with_proposed_edges(
+    graph: GraphReads, trust: TrustLookup | None, hits: Sequence[Hit], as_of: str | None = None
+) -> list[Hit]:
+    """`hits`, each proposal of an edge event carrying the edge that event created (when it did), `closed`
+    when that edge no longer held at `as_of` (now when None)."""
     wanted = {hit.key: uid for hit in hits if (uid := _asserting_event(hit)) is not None}
     if not wanted:
         return list(hits)
@@ -49,7 +60,8 @@ async def with_proposed_edges(graph: GraphReads, trust: TrustLookup | None, hits
             enriched.append(hit)
             continue
         link = inferred_link(edge, trusted.get(trust_key(edge), own_trust(edge)))
-        proposal = msgspec.structs.replace(hit.proposal, edge=link, confidence=link.confidence)
+        status = CLOSED if _closed(edge, as_of) else hit.proposal.status
+        proposal = msgspec.structs.replace(hit.proposal, edge=link, confidence=link.confidence, status=status)
         enriched.append(msgspec.structs.replace(hit, proposal=proposal))
     return enriched
 

@@ -195,7 +195,8 @@ class Retriever:
         hits = [hit for hit in map(builder.build, fused) if hit is not None]
         hits = await self._same_as(gathered, hits, warnings)
         if (graph := gathered.models.graph) is not None:
-            work = with_proposed_edges(graph, gathered.models.trust, hits)
+            as_of = _canonical_as_of(gathered.query.as_of)
+            work = with_proposed_edges(graph, gathered.models.trust, hits, as_of)
             hits = await self._guarded(work, "edges of proposals not read", warnings, hits)
         if (session := gathered.query.session) is not None:
             hits = [hit for hit in hits if all(c.session == session for c in hit.citations)]
