@@ -15,10 +15,19 @@ from typing import Final
 
 from readmodels.checkout.answerability import answerability_of
 from readmodels.checkout.budget import clip, estimate_tokens
+from readmodels.checkout.context_items import ContextPlacer, flat
+from readmodels.checkout.context_report import (
+    ContextTally,
+    consolidation_context,
+    diagnostic_lines,
+    edge_context,
+)
 from readmodels.checkout.model import (
     Answerability,
     CheckoutRequest,
+    ConsolidationContext,
     Diagnostics,
+    EdgeContext,
     Fact,
     InferredContext,
     MemoryCheckout,
@@ -26,24 +35,19 @@ from readmodels.checkout.model import (
     Snippet,
     WorkItem,
 )
-from readmodels.checkout.prompt import PromptBuilder, Section
-from readmodels.retrieval.model import (
-    Citation,
-    Hit,
-    InferredLink,
-    Invalidation,
-    Proposal,
-    Query,
-    QueryResult,
-    TaskState,
-)
+from readmodels.checkout.prompt import PromptBuilder
+from readmodels.retrieval.model import Hit, Invalidation, Query, QueryResult, TaskState
 from readmodels.retrieval.protocol import Memory
 from readmodels.retrieval.work import TASK_TYPE, work_intent
 
-MAX_ITEM_TOKENS: Final = 160
-HIDDEN_PROPOSALS: Final = frozenset({"rejected", "retracted", "promoted"})
-"""Statuses after which a proposal is left out of a checkout (a promoted one answers as its memory)."""
 MAX_QUESTION_TOKENS: Final = 80
+DIAGNOSTICS_TITLE: Final = (
+    "## Context diagnostics (links and proposals: shown, left out and why; not evidence)"
+)
+MAX_DIAGNOSTIC_TOKENS: Final = 80
+CONTEXT_TITLE: Final = (
+    "## Proposed, inferred and causal (NOT authoritative: proposals and links awaiting review)"
+)
 
 
 async def assemble_context(memory: Memory, request: CheckoutRequest) -> MemoryCheckout:
@@ -64,12 +68,6 @@ def _only_inferred(hit: Hit) -> bool:
     return hit.inferred is not None and set(hit.explanation.lanes) == {"traversal"}
 
 
-def _link_citation(link: InferredLink) -> Citation:
-    session, rest = link.citation.removeprefix("eventloom://").split("/events/", 1)
-    seq, short_hash = rest.split("#", 1)
-    return Citation(uri=link.citation, session=session, seq=int(seq), hash=short_hash)
-
-
 def _window(hit: Hit) -> str:
     return f"valid {hit.valid_from} to {hit.valid_to}" if hit.valid_to else f"since {hit.valid_from}"
 
@@ -84,19 +82,44 @@ class _Placed:
     snippets: list[Snippet] = field(default_factory=list)
     inferred: list[InferredContext] = field(default_factory=list)
     hits: list[Hit] = field(default_factory=list)
+    tally: ContextTally = field(default_factory=ContextTally)
 
     def sections(self) -> set[str]:
         """The sections with something in them that the guidance speaks of."""
         return {name for name, items in (("inferred", self.inferred), ("gone", self.no_longer_true)) if items}
 
 
-def checkout_from(result: QueryResult, request: CheckoutRequest) -> MemoryCheckout:
+@dataclass(frozen=True)
+class _ContextReports:
+    """The checkout's account of its non-authoritative context (`context_report`)."""
+
+    inferred: EdgeContext
+    causal: EdgeContext
+    consolidation: ConsolidationContext
+
+    @classmethod
+    def of(cls, tally: ContextTally) -> _ContextReports:
+        return cls(
+            inferred=edge_context("inferred", tally.of_kind("inferred")),
+            causal=edge_context("causal", tally.of_kind("causal")),
+            consolidation=consolidation_context(tally.candidates),
+        )
+
+    def guidance(self) -> list[str]:
+        return [report.guidance for report in (self.inferred, self.causal) if report.guidance]
+
+
+def _guidance_reserve(request: CheckoutRequest) -> int:
+    """The tokens the longest guidance may take: kept free while items are placed, so it always fits (the
+    low-trust guidance is reserved by the first edge of each kind shown, `ContextPlacer`)."""
     worst = Answerability(answer_from_memory=False, refresh_recommended=True, ask_user=False, reasons=[])
-    longest_guidance = _guidance_lines(_guidance(request, worst, {"inferred", "gone"}, 10**9, 10**9))
+    longest = _guidance_lines(_guidance(request, worst, {"inferred", "gone"}, 10**9, 10**9))
+    return estimate_tokens("\n".join(longest)) + 1
+
+
+def checkout_from(result: QueryResult, request: CheckoutRequest) -> MemoryCheckout:
     builder = PromptBuilder(
-        budget=request.token_budget,
-        header=_header(request),
-        reserve=estimate_tokens("\n".join(longest_guidance)) + 1,
+        budget=request.token_budget, header=_header(request), reserve=_guidance_reserve(request)
     )
     placed = _place(builder, result, request)
     superseded = result.excluded_not_current + sum(
@@ -105,9 +128,12 @@ def checkout_from(result: QueryResult, request: CheckoutRequest) -> MemoryChecko
     answerability = answerability_of(
         result, request, placed.hits, placed.inferred, len(placed.work), builder.left_out
     )
+    reports = _ContextReports.of(placed.tally)
     guidance = _guidance(request, answerability, placed.sections(), superseded, builder.left_out)
+    guidance += reports.guidance()
     builder.header += _guidance_lines(guidance)  # fits: its longest form was reserved
     builder.reserve = 0
+    _add_diagnostics(builder, reports)  # after everything else: only in the room left
     return MemoryCheckout(
         request=request,
         facts=placed.facts,
@@ -121,21 +147,38 @@ def checkout_from(result: QueryResult, request: CheckoutRequest) -> MemoryChecko
         guidance=guidance,
         warnings=result.warnings,
         consistency=result.consistency,
-        diagnostics=Diagnostics(
-            lanes_used=[r.lane for r in result.lanes if r.error is None],
-            lane_candidates={r.lane: r.candidates for r in result.lanes},
-            lane_errors={r.lane: r.error for r in result.lanes if r.error is not None},
-            hits_considered=len(result.hits),
-            facts=len(placed.facts),
-            snippets=len(placed.snippets),
-            inferred_context=len(placed.inferred),
-            superseded_excluded=superseded,
-            left_out_for_budget=builder.left_out,
-            tokens=builder.tokens,
-            token_budget=request.token_budget,
-            retrieval_ms=result.ms,
-        ),
+        diagnostics=_diagnostics(result, request, placed, builder, superseded),
+        inferred_context=reports.inferred,
+        causal_context=reports.causal,
+        consolidation=reports.consolidation,
         prompt=builder.text(),
+    )
+
+
+def _add_diagnostics(builder: PromptBuilder, reports: _ContextReports) -> None:
+    """The compact diagnostics section, a line at a time while the budget has room (never instead of an
+    item: every item was placed before it)."""
+    section = builder.section(DIAGNOSTICS_TITLE)
+    for line in diagnostic_lines(reports.inferred, reports.causal, reports.consolidation):
+        builder.try_add_note(section, clip(line, MAX_DIAGNOSTIC_TOKENS))
+
+
+def _diagnostics(
+    result: QueryResult, request: CheckoutRequest, placed: _Placed, builder: PromptBuilder, superseded: int
+) -> Diagnostics:
+    return Diagnostics(
+        lanes_used=[r.lane for r in result.lanes if r.error is None],
+        lane_candidates={r.lane: r.candidates for r in result.lanes},
+        lane_errors={r.lane: r.error for r in result.lanes if r.error is not None},
+        hits_considered=len(result.hits),
+        facts=len(placed.facts),
+        snippets=len(placed.snippets),
+        inferred_context=len(placed.inferred),
+        superseded_excluded=superseded,
+        left_out_for_budget=builder.left_out,
+        tokens=builder.tokens,
+        token_budget=request.token_budget,
+        retrieval_ms=result.ms,
     )
 
 
@@ -153,7 +196,7 @@ def _place(builder: PromptBuilder, result: QueryResult, request: CheckoutRequest
     def entity(hit: Hit) -> None:
         task = work_of.get((hit.session, hit.entity)) if hit.type == TASK_TYPE else None
         if hit.proposal is not None:
-            placer.proposed(hit, hit.proposal)
+            placer.context.proposal(hit, hit.proposal)
         elif task is not None:
             placer.work(task)
         elif _is_fact(hit):
@@ -176,7 +219,7 @@ def _place(builder: PromptBuilder, result: QueryResult, request: CheckoutRequest
             for proposal in proposing:  # the event proposed them: they say it, with their review status
                 entity(proposal)
         elif hit.proposal is not None:  # a derived event's own words: a proposal, not a verbatim fact
-            placer.proposed(hit, hit.proposal)
+            placer.context.proposal(hit, hit.proposal)
         elif hit.kind == "event" and covering and len(covering) == len(hit.citations):
             for fact in covering:  # the event asserted facts: they say it, current, in fewer words
                 entity(fact)
@@ -186,7 +229,7 @@ def _place(builder: PromptBuilder, result: QueryResult, request: CheckoutRequest
         placer.no_longer_true(invalidation)
     for hit in result.hits:
         if hit.inferred is not None:
-            placer.inferred(hit, hit.inferred)
+            placer.context.link(hit, hit.inferred)
     return placer.placed
 
 
@@ -200,29 +243,31 @@ class _Placer:
         self._gone = builder.section("## No longer true (invalidated: do not state these as current)")
         self._work = builder.section("## Work state (tasks: status, owner, blockers)")
         self._snippets = builder.section("## Verbatim snippets")
-        self._inferred = builder.section(
-            "## Proposed, inferred and causal (NOT authoritative: proposals and links awaiting review)"
+        self.context = ContextPlacer(
+            builder,
+            "## Proposed, inferred and causal (NOT authoritative: proposals and links awaiting review)",
         )
+        self.placed.inferred, self.placed.tally = self.context.items, self.context.tally
         self._seen: set[str] = set()
 
     def fact(self, hit: Hit) -> None:
         if self._again(hit.key):
             return
-        line = f"- {hit.entity} ({hit.type}): {_flat(hit.summary)} ({_window(hit)}) "
+        line = f"- {hit.entity} ({hit.type}): {flat(hit.summary)} ({_window(hit)}) "
         numbers = self.builder.try_add(self._facts, line.__add__, hit.citations)
         if numbers is not None:
             self.placed.facts.append(_fact(hit, numbers))
             self.placed.hits.append(hit)
 
     def snippet(self, hit: Hit) -> None:
-        text = _flat(hit.summary)
+        text = flat(hit.summary)
         numbers = self.builder.try_add(self._snippets, _snippet_line(hit, text), hit.citations)
         if numbers is not None:
             self.placed.snippets.append(_snippet(hit, text, numbers))
             self.placed.hits.append(hit)
 
     def no_longer_true(self, invalidation: Invalidation) -> None:
-        text, gone = _flat(invalidation.statement), invalidation
+        text, gone = flat(invalidation.statement), invalidation
         line = f"- {gone.entity} ({gone.type}) stopped holding at {gone.invalid_at}: {text} "
         numbers = self.builder.try_add(self._gone, line.__add__, [invalidation.citation])
         if numbers is not None:
@@ -233,7 +278,7 @@ class _Placer:
             return
         state = f"claimed by {task.assignee}" if task.status == "claimed" and task.assignee else task.status
         blocked = f"; blocked by {', '.join(task.blocked_by)}" if task.blocked_by else ""
-        line = f"- {task.task}: {_flat(task.title)} [{state}{blocked}] (since {task.since}) "
+        line = f"- {task.task}: {flat(task.title)} [{state}{blocked}] (since {task.since}) "
         numbers = self.builder.try_add(self._work, line.__add__, [task.citation])
         if numbers is not None:
             self.placed.work.append(_work_item(task, numbers))
@@ -243,42 +288,6 @@ class _Placer:
         seen = key in self._seen
         self._seen.add(key)
         return seen
-
-    def inferred(self, hit: Hit, link: InferredLink) -> None:
-        item = _inferred_item(self.builder, self._inferred, hit, link)
-        if item is not None:
-            self.placed.inferred.append(item)
-
-    def proposed(self, hit: Hit, proposal: Proposal) -> None:
-        """A proposal goes with the inferred context, with its status; a rejected or retracted one nowhere."""
-        if proposal.status in HIDDEN_PROPOSALS or self._again(hit.key):
-            return
-        confidence = proposal.confidence if proposal.confidence is not None else 0.0
-        statement = f"{hit.entity} ({hit.type}): {_flat(hit.summary)}"
-        line = (
-            f"- PROPOSED [{proposal.status}] {statement} (confidence {confidence:.2f}, "
-            f"from {proposal.source_event_type}) "
-        )
-        if proposal.claimed_by is not None:  # an agent's conclusion: who says so, how sure
-            line = (
-                f"- CLAIMED by {proposal.claimed_by} (confidence {confidence:.2f}) [{proposal.status}] "
-                f"{statement} "
-            )
-        numbers = self.builder.try_add(self._inferred, line.__add__, hit.citations)
-        if numbers is None:
-            return
-        self.placed.inferred.append(
-            InferredContext(
-                statement=statement,
-                kind="proposed",
-                about=hit.entity,
-                confidence=confidence,
-                trust=confidence,
-                method=proposal.method or proposal.source_event_type,
-                evidence=numbers,
-                status=proposal.status,
-            )
-        )
 
 
 def _work_item(task: TaskState, numbers: list[int]) -> WorkItem:
@@ -313,10 +322,6 @@ def _snippet_line(hit: Hit, text: str) -> Callable[[str], str]:
     return lambda refs: f"- {refs}{about}"
 
 
-def _flat(text: str) -> str:
-    return clip(" ".join(text.split()), MAX_ITEM_TOKENS)
-
-
 def _already_cited(hit: Hit, uris: set[str]) -> bool:
     return all(cited.uri in uris for cited in hit.citations)
 
@@ -345,28 +350,6 @@ def _fact(hit: Hit, numbers: list[int]) -> Fact:
 def _snippet(hit: Hit, text: str, numbers: list[int]) -> Snippet:
     return Snippet(
         title=hit.entity, type=hit.type, text=text, ts=hit.valid_from, score=hit.score, evidence=numbers
-    )
-
-
-def _inferred_item(
-    builder: PromptBuilder, section: Section, hit: Hit, link: InferredLink
-) -> InferredContext | None:
-    statement = f"{link.source} -{link.relation_type}-> {link.target}"
-    line = (
-        f"- {statement} ({link.kind}, confidence {link.confidence:.2f}, trust {link.trust:.2f}, "
-        f"method {link.method}) "
-    )
-    numbers = builder.try_add(section, line.__add__, [_link_citation(link)])
-    if numbers is None:
-        return None
-    return InferredContext(
-        statement=statement,
-        kind=link.kind,
-        about=hit.entity,
-        confidence=link.confidence,
-        trust=link.trust,
-        method=link.method,
-        evidence=numbers,
     )
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 
 BYTES_PER_TOKEN = 3
+MAX_ITEM_TOKENS = 160
+"""The most a single item's text may take in a prompt (longer texts are clipped)."""
 
 
 def estimate_tokens(text: str) -> int:

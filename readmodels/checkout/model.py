@@ -105,6 +105,53 @@ class InferredContext(msgspec.Struct, frozen=True, kw_only=True):
     status: str = "proposed"
 
 
+LeftOutReason = Literal[
+    "below_trust_floor", "token_budget", "rejected_or_retracted", "no_longer_holds", "promoted"
+]
+"""Why a link or proposal the question reached is not in the prompt: its trust is under `TRUST_FLOOR`
+(`readmodels.checkout.context_report`), it did not fit the budget, a reviewer rejected or retracted it, its
+edge no longer held at the asked time (retracted or superseded since: stale), or (a consolidation
+candidate) it was promoted and answers as memory."""
+
+
+class EdgeContext(msgspec.Struct, frozen=True, kw_only=True):
+    """The inferred (or causal) edges a checkout considered: which, how sure, what was left out and why.
+
+    `considered` counts every edge the question reached (a hit reached through it, or the event that
+    proposed it), `by_relation` and `by_method` break that down; the confidence and trust figures are over
+    the `shown` ones (what the prompt holds), `weakest` names the shown edge of lowest trust, and
+    `guidance` is set when that trust is low (`LOW_TRUST`)."""
+
+    considered: int = 0
+    shown: int = 0
+    by_relation: dict[str, int] = msgspec.field(default_factory=dict)
+    by_method: dict[str, int] = msgspec.field(default_factory=dict)
+    average_confidence: float | None = None
+    lowest_confidence: float | None = None
+    average_trust: float | None = None
+    lowest_trust: float | None = None
+    weakest: str | None = None
+    left_out: dict[str, int] = msgspec.field(default_factory=dict)
+    """By `LeftOutReason`."""
+    missing_provenance: int = 0
+    """Considered edges that do not cite the event they were derived from (their trust is discounted)."""
+    guidance: str | None = None
+
+
+class ConsolidationContext(msgspec.Struct, frozen=True, kw_only=True):
+    """The consolidation candidates the question reached: proposals awaiting review, never facts."""
+
+    pending: int = 0
+    """Candidates still awaiting review (any status but rejected, retracted or promoted)."""
+    by_type: dict[str, int] = msgspec.field(default_factory=dict)
+    """The pending ones by `candidate_type` (`unknown` when a candidate names none)."""
+    shown: int = 0
+    """Pending candidates shown as PROPOSED lines."""
+    left_out: dict[str, int] = msgspec.field(default_factory=dict)
+    """Candidates reached but not shown, by `LeftOutReason`."""
+    note: str = "pending consolidation candidates are proposals awaiting review, never facts"
+
+
 class Answerability(msgspec.Struct, frozen=True, kw_only=True):
     answer_from_memory: bool
     refresh_recommended: bool
@@ -141,6 +188,11 @@ class MemoryCheckout(msgspec.Struct, frozen=True, kw_only=True):
     guidance: list[str]
     warnings: list[str]
     diagnostics: Diagnostics
+    inferred_context: EdgeContext = msgspec.field(default_factory=EdgeContext)
+    """The inferred edges considered: counts, trust, what was left out and why (`diagnostics.inferred_context`
+    stays the count of inferred and causal items shown)."""
+    causal_context: EdgeContext = msgspec.field(default_factory=EdgeContext)
+    consolidation: ConsolidationContext = msgspec.field(default_factory=ConsolidationContext)
     prompt: str
     """The bundle as prompt text, within `request.token_budget` tokens (see `readmodels.checkout.budget`)."""
 

@@ -80,6 +80,15 @@ class PromptBuilder:
         self.left_out += 1
         return None
 
+    def try_add_note(self, section: Section, line: str) -> bool:
+        """Add `line`, which cites nothing, if it fits; a note that does not is dropped, not counted as
+        an item left out (it is about the items, not one of them)."""
+        section.lines.append(line)
+        if estimate_tokens(self.text()) + self.reserve <= self.budget:
+            return True
+        section.lines.pop()
+        return False
+
     def _number(
         self, citations: Sequence[Citation]
     ) -> tuple[list[int], list[tuple[str, str | None, int | None, int | None]]]:

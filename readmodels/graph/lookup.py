@@ -12,8 +12,17 @@ from collections.abc import Sequence
 import msgspec
 
 from readmodels.graph.cypher.io import PerKey, Reading
-from readmodels.graph.reads import ENTITY_COLUMNS, expand, keys_of, latest_rows, to_version, window
-from readmodels.graph.records import EntityVersion, Neighbour
+from readmodels.graph.reads import (
+    EDGE_COLUMNS,
+    ENTITY_COLUMNS,
+    expand,
+    keys_of,
+    latest_rows,
+    to_edge,
+    to_version,
+    window,
+)
+from readmodels.graph.records import EntityVersion, Neighbour, RelationEdge
 
 
 class Span(msgspec.Struct, frozen=True, kw_only=True):
@@ -185,3 +194,18 @@ def dependencies_of(uids: Sequence[str], as_of: str | None) -> Reading[list[Depe
         for uid in sorted(keys)
         for name, key in sorted(set(depends.get(keys[uid], ())))
     ]
+
+
+def edges_asserted_by(event_uids: Sequence[str]) -> Reading[dict[str, RelationEdge]]:
+    """The inferred or causal edge each event (`identity.event_uid`) created, by the event: what a derived
+    event proposed, with its own confidence and audit fields (an event that created none is absent)."""
+    if not event_uids:
+        return {}
+    rows = yield PerKey(
+        "MATCH (ev:Event {uid: $each_key})-[p:PROJECTED_RELATION]->(a:EntityKey)-[r:RELATES]->(b:EntityKey) "
+        "WHERE p.action IN $actions AND r.uid = p.uid AND coalesce(r.inferred, false) = true "
+        f"RETURN ev.uid AS event_uid, {EDGE_COLUMNS}",
+        sorted(set(event_uids)),
+        {"actions": ["created", "superseded"]},
+    )
+    return {row["event_uid"]: to_edge(row) for row in rows}

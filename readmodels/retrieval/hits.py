@@ -187,7 +187,12 @@ def proposal_of(
         confidence=float(confidence) if isinstance(confidence, int | float) else None,
         method=str(method) if method is not None else None,
         claimed_by=str(claimed_by or "an agent") if claimed else None,
+        candidate_type=_text_or_none(properties.get("candidate_type")),
     )
+
+
+def _text_or_none(value: object) -> str | None:
+    return str(value) if value is not None else None
 
 
 def _unique(citations: list[Citation]) -> list[Citation]:

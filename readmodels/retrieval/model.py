@@ -113,6 +113,9 @@ class InferredLink(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
     method: str
     trust: float
     citation: str
+    cited_source: bool | None = None
+    """Whether the edge cites the event it was derived from (seq and hash): its provenance; None when
+    not known (older replies)."""
 
 
 class Proposal(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -126,6 +129,12 @@ class Proposal(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     method: str | None = None
     claimed_by: str | None = None
     """Set when the entity is an agent's claim (its property `asserted_as` is `claim`): who claimed it."""
+    candidate_type: str | None = None
+    """Set on a consolidation candidate: what it proposes (`claim`, `procedure`, `episode`, ...)."""
+    edge: InferredLink | None = None
+    """Set when the derived event created an inferred or causal edge: that edge, with its own confidence,
+    method and trust (the derived event's text and the entities it named do not carry them). `status` is
+    then `closed` when the edge no longer held at the asked time (retracted, or re-asserted by a review)."""
 
 
 class Hit(msgspec.Struct, frozen=True, kw_only=True):

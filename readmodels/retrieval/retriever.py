@@ -29,6 +29,7 @@ from readmodels.graph.lookup import Span, cited_spans
 from readmodels.graph.model import InvalidGraphWrite, canonical_ts
 from readmodels.graph.records import EntityVersion
 from readmodels.retrieval.after import query_models, waited, with_consistency
+from readmodels.retrieval.edge_proposals import with_proposed_edges
 from readmodels.retrieval.fusion import LANES, FusedHit, profile
 from readmodels.retrieval.hits import HitBuilder
 from readmodels.retrieval.invalidated import NoLongerHolding, no_longer_holding
@@ -203,6 +204,10 @@ class Retriever:
         builder = HitBuilder(gathered.order.chosen, gathered.lanes, gathered.resolved, gathered.links, spans)
         hits = [hit for hit in map(builder.build, fused) if hit is not None]
         hits = await self._same_as(gathered, hits, warnings)
+        if (graph := gathered.models.graph) is not None:
+            as_of = _canonical_as_of(gathered.query.as_of)
+            work = with_proposed_edges(graph, gathered.models.trust, hits, as_of)
+            hits = await self._guarded(work, "edges of proposals not read", warnings, hits)
         if (session := gathered.query.session) is not None:
             hits = [hit for hit in hits if all(c.session == session for c in hit.citations)]
         reached = [v for v in map(_version_of(gathered), (hit.key for hit in hits)) if v is not None]

@@ -54,6 +54,7 @@ def inferred_link(edge: RelationEdge, trust: float) -> InferredLink:
         method=edge.inference_method or "",
         trust=trust,
         citation=citation(edge.session, edge.source_event_seq, edge.source_event_hash),
+        cited_source=edge.derived_from_event_seq is not None and edge.derived_from_event_hash is not None,
     )
 
 
