@@ -24,11 +24,11 @@ from typing import Final, TypeVar
 import msgspec
 
 from readmodels.consistency import Hurry, Progress
-from readmodels.documents import MemoryDoc
 from readmodels.graph.lookup import Span, cited_spans
 from readmodels.graph.model import InvalidGraphWrite, canonical_ts
 from readmodels.graph.records import EntityVersion
 from readmodels.retrieval.after import query_models, waited, with_consistency
+from readmodels.retrieval.completion import complete_vector_lane
 from readmodels.retrieval.edge_proposals import with_proposed_edges
 from readmodels.retrieval.fusion import LANES, FusedHit, profile
 from readmodels.retrieval.hits import HitBuilder
@@ -54,7 +54,6 @@ from readmodels.retrieval.model import (
 )
 from readmodels.retrieval.ordering import Ordering, lane_hits
 from readmodels.retrieval.protocol import (
-    DocumentScores,
     DocumentSearch,
     GraphReads,
     TrustLookup,
@@ -166,7 +165,7 @@ class Retriever:
             lane: [c for c in o.candidates if c.key not in excluded] for lane, o in outcomes.items()
         }
         if chosen.fusion == "calibrated":
-            warnings += await self._complete(models, query.text, lanes)
+            warnings += await complete_vector_lane(models.vector, query.text, lanes, self.lane_timeout_s)
         tag = models.vector.tag if models.vector else None
         order = Ordering(chosen, tag, query.text, lanes, resolved, spreads, pool)
         links: dict[str, InferredLink] = {}
@@ -252,48 +251,6 @@ class Retriever:
         except Exception as exc:  # a lane's failure degrades the answer, never fails it
             return LaneOutcome(error=f"{type(exc).__name__}: {exc}", ms=_since(started))
         return LaneOutcome(candidates=candidates, ms=_since(started))
-
-    async def _complete(self, models: ReadModels, text: str, lanes: dict[str, list[Candidate]]) -> list[str]:
-        """Score, in the vector lane, the document candidates it did not return.
-
-        A candidate found by the keyword lane only would otherwise count as the vector lane's worst. The
-        scores come after the lane's pool (their rank says so). A store that cannot score given
-        documents (`DocumentScores`) is left as it is. The keyword lane is not completed: FTS5 pays for
-        every posting of the question's words to score even one document (40-60 ms at 100,000 events),
-        and a document it did not return shares few of the question's words. Returns warnings.
-        """
-        docs: dict[str, MemoryDoc] = {}
-        for found in lanes.values():
-            for candidate in found:
-                if candidate.doc is not None:
-                    docs.setdefault(candidate.key, candidate.doc)
-        stores = {"vector": models.vector}
-        work: dict[str, tuple[DocumentScores, list[str]]] = {}
-        for lane, store in stores.items():
-            if lane in lanes and isinstance(store, DocumentScores):
-                returned = {c.key for c in lanes[lane]}
-                missing = [key for key in docs if key not in returned]
-                if missing:
-                    work[lane] = (store, missing)
-        outcomes = await asyncio.gather(
-            *(
-                asyncio.wait_for(store.scores(text, [docs[key] for key in keys]), self.lane_timeout_s)
-                for store, keys in work.values()
-            ),
-            return_exceptions=True,
-        )
-        warnings: list[str] = []
-        for (lane, (_, keys)), scores in zip(work.items(), outcomes, strict=True):
-            if isinstance(scores, BaseException):
-                warnings.append(f"lane {lane}: other lanes' candidates not scored ({type(scores).__name__})")
-                continue
-            extra = [
-                Candidate(key=key, score=score, doc=docs[key], completed=True)
-                for key, score in zip(keys, scores, strict=True)
-                if score is not None
-            ]
-            lanes[lane] += sorted(extra, key=lambda c: (-c.score, c.key))
-        return warnings
 
     async def _guarded(self, work: Awaitable[T], what: str, warnings: list[str], otherwise: T) -> T:
         """`work` within the lane time limit; if it fails, `otherwise` and a warning saying `what`."""
