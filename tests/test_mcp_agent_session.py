@@ -13,6 +13,7 @@ from mcp import Client
 
 from eventloom.log import EventLog
 from eventloom.position import Position
+from eventloom.settings import Settings
 from gateway.access.backend import Backend
 from gateway.access.tokens import Principal
 from gateway.mcp.client import ToolCallFailed, stdio_server, tool_caller
@@ -20,6 +21,7 @@ from gateway.mcp.own_writes import OwnWrites
 from gateway.mcp.server import EventloomMCP
 from readmodels.query.client import MemoryClient
 from tests.mcp_support import DEFAULT_TOOLS, failure
+from tests.test_claims_live import claims_node
 from tests.test_mcp import clean_env
 from tests.test_workflow_mcp import Token
 
@@ -135,3 +137,19 @@ def test_own_writes_remember_each_callers_newest_position_per_session_within_bou
     writes.wrote("c", Position(session="s1", seq=1))  # a, heard from least recently, is forgotten
     assert writes.latest("a", None) is None and writes.latest("b", "s1") is not None
     assert writes.latest("nobody", None) is None
+
+
+async def test_a_packs_question_over_mcp_waits_for_the_callers_own_write(
+    settings: Settings, log: EventLog
+) -> None:
+    """The packs' tools take no `after`: the server's memory of the caller's last append does it."""
+    async with claims_node(settings, log):
+        backend = Backend(log=log, memory=MemoryClient(log.client, timeout_s=5))
+        agent = Principal("bot", "agent", ("*",))
+        async with Client(EventloomMCP(backend, Token(agent), "default,claims")) as client:
+            call = tool_caller(client)
+            for n in range(3):  # at once each time: no retry
+                content = f"Dana moved to city number {n}."
+                seen = await call("claims_observe", {"session": "obs", "content": content, "source": "chat"})
+                found = await call("claims_observations", {"entity": "Dana", "session": "obs"})
+                assert seen["citation"] in {o["citation"] for o in found["observations"]}, found

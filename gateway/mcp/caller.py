@@ -7,12 +7,16 @@ from contextvars import ContextVar, Token
 import msgspec
 
 from eventloom.event import os_principal
+from eventloom.position import Position
 from gateway.access.tokens import Principal
 
 
 class Caller(msgspec.Struct, frozen=True):
     principal: Principal
     transport: str  # "stdio" or "http"
+    last_write: Position | None = None
+    """The caller's newest append through this server, when the call began: what a read that takes no
+    `after` (a pack's question) waits for, so the caller reads its own writes."""
 
     @property
     def actor(self) -> str:

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any, Final, Protocol, cast
 
+import msgspec
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent
@@ -143,7 +144,8 @@ class EventloomMCP(MCPServer):
         caller = await self.authenticator.caller(_headers(context))
         if caller is None:
             return _error(ToolFailure("unauthorized", "authorization: no valid bearer token"))
-        token = calling_as(caller)
+        last_write = self.own_writes.latest(caller.principal.name, None)
+        token = calling_as(msgspec.structs.replace(caller, last_write=last_write))
         failure: ToolFailure | None = None
         result: Any = None
         try:

@@ -30,6 +30,7 @@ import msgspec
 from eventloom.errors import EventValidationError
 from eventloom.event import Event
 from eventloom.log import EventLog
+from eventloom.position import Position
 from eventloom.schemas.catalogue_common import SourceEvent
 from gateway.packs.claims.citing import BASIS_TYPES, CitedRef, cited_event, cited_sources, parse_ref
 from gateway.packs.claims.events import CLAIM_TYPES, CLAIMS_EVENT_TYPES
@@ -92,11 +93,14 @@ class ClaimsClient:
         extractor: TripleExtractor | None = None,
         projector: str = PROJECTOR,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        after: Position | None = None,
     ) -> None:
+        """With `after` (an append's position), every question is answered once the projector applied it."""
         self.log = log
         self.extractor: TripleExtractor = extractor or DeterministicExtractor()
         self.projector = projector
         self.timeout_s = timeout_s
+        self.after = after
 
     async def observe(
         self,
@@ -218,7 +222,9 @@ class ClaimsClient:
         return await self._ask("observations", question, list[ObservationView])
 
     async def _ask(self, question: str, request: msgspec.Struct, answer: type[T]) -> T:
-        result: Any = await ask(self.log.client, self.projector, question, request, timeout_s=self.timeout_s)
+        result: Any = await ask(
+            self.log.client, self.projector, question, request, timeout_s=self.timeout_s, after=self.after
+        )
         return msgspec.convert(result, answer)
 
 

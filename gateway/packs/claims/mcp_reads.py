@@ -34,7 +34,7 @@ ClaimKey = Annotated[
 
 
 def reads_of(backend: Backend) -> ClaimsClient:
-    return ClaimsClient(backend.log)
+    return ClaimsClient(backend.log, after=current_caller().last_write)
 
 
 class Visible:

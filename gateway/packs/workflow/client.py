@@ -18,6 +18,7 @@ from typing import Any, Final, TypeVar
 import msgspec
 from nats.aio.client import Client
 
+from eventloom.position import Position
 from gateway.packs.workflow.reads import (
     Implementation,
     IssueQuestion,
@@ -45,11 +46,18 @@ class WorkflowClient:
     """A `WorkflowReads` over NATS request/reply (no state of its own)."""
 
     def __init__(
-        self, client: Client, *, projector: str = PROJECTOR, timeout_s: float = DEFAULT_TIMEOUT_S
+        self,
+        client: Client,
+        *,
+        projector: str = PROJECTOR,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        after: Position | None = None,
     ) -> None:
+        """With `after` (an append's position), every question is answered once the projector applied it."""
         self.client = client
         self.projector = projector
         self.timeout_s = timeout_s
+        self.after = after
 
     async def runs(self, question: RunsQuestion) -> list[RunView]:
         return await self._ask("runs", question, list[RunView])
@@ -76,5 +84,7 @@ class WorkflowClient:
         return await self._ask("path", question, list[MessageView])
 
     async def _ask(self, question: str, request: msgspec.Struct, answer: type[T]) -> T:
-        result: Any = await ask(self.client, self.projector, question, request, timeout_s=self.timeout_s)
+        result: Any = await ask(
+            self.client, self.projector, question, request, timeout_s=self.timeout_s, after=self.after
+        )
         return msgspec.convert(result, answer)

@@ -15,6 +15,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from gateway.access.backend import Backend
+from gateway.mcp.caller import current_caller
 from gateway.mcp.failures import ToolFailure
 from gateway.mcp.scope import answers_scoped_by_rows
 from gateway.packs.workflow.reads import (
@@ -38,7 +39,7 @@ ItemKey = Annotated[str, Field(min_length=3, max_length=300, description="owner/
 def reads_of(backend: Backend) -> WorkflowReads:
     from gateway.packs.workflow.client import WorkflowClient  # noqa: PLC0415 (imported when asked)
 
-    return WorkflowClient(backend.log.client)
+    return WorkflowClient(backend.log.client, after=current_caller().last_write)
 
 
 def path_question(message_id: str | None, run_id: str | None) -> PathQuestion:
