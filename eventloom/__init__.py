@@ -27,10 +27,20 @@ if TYPE_CHECKING:
     from eventloom.event import Event, citation, compute_hash, decode_event, encode_event
     from eventloom.log import EventLog
     from eventloom.request import AppendRequest
-    from eventloom.schemas import register_event_type
+    from eventloom.schemas import (
+        COMMON_EVENT_TYPES,
+        OPEN_EVENT_TYPE_RULE,
+        EventTypeInfo,
+        describe_event_types,
+        register_event_type,
+    )
     from eventloom.settings import Settings
 
 _LAZY: dict[str, str] = {
+    "COMMON_EVENT_TYPES": "eventloom.schemas",
+    "OPEN_EVENT_TYPE_RULE": "eventloom.schemas",
+    "EventTypeInfo": "eventloom.schemas",
+    "describe_event_types": "eventloom.schemas",
     "AppendRequest": "eventloom.request",
     "Appender": "eventloom.appender",
     "ConcurrencyError": "eventloom.errors",
@@ -54,11 +64,14 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "COMMON_EVENT_TYPES",
+    "OPEN_EVENT_TYPE_RULE",
     "AppendRequest",
     "Appender",
     "ConcurrencyError",
     "Event",
     "EventLog",
+    "EventTypeInfo",
     "EventValidationError",
     "EventloomError",
     "IdempotencyConflictError",
@@ -72,6 +85,7 @@ __all__ = [
     "citation",
     "compute_hash",
     "decode_event",
+    "describe_event_types",
     "encode_event",
     "register_event_type",
 ]

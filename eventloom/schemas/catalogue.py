@@ -61,6 +61,7 @@ from eventloom.schemas.catalogue_work import (
     UserPreferenceChanged,
     VerificationRecorded,
 )
+from eventloom.schemas.examples import BUILTIN_EXAMPLES
 from eventloom.schemas.registry import register_event_type
 
 BUILTIN_EVENT_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
@@ -123,7 +124,8 @@ LEGACY_PAYLOADS: Final[dict[str, tuple[type[msgspec.Struct], ...]]] = {
 """Earlier payload versions still readable from the log, newest first (see `decode_payload`)."""
 
 for _event_type, _schema in BUILTIN_EVENT_TYPES.items():
-    register_event_type(_event_type, _schema, legacy=LEGACY_PAYLOADS.get(_event_type, ()))
+    _legacy = LEGACY_PAYLOADS.get(_event_type, ())
+    register_event_type(_event_type, _schema, legacy=_legacy, example=BUILTIN_EXAMPLES[_event_type])
 
 __all__ = [
     "BUILTIN_EVENT_TYPES",

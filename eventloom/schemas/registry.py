@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
+import os
 import re
 import threading
+from fnmatch import fnmatchcase
+from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import Any, Final
 
@@ -15,7 +19,13 @@ from eventloom.event import TYPE_PATTERN
 EVENT_TYPES_GROUP: Final = "eventloom.event_types"
 """Entry points of plug-in packs: each names a function of no arguments that registers its types."""
 
+OPEN_TYPE_PREFIX: Final = "x."
+"""Types that start with it are open: stored without a schema (`x.myteam.note_added`), never refused."""
+OPEN_TYPES_VARIABLE: Final = "EVENTLOOM_OPEN_EVENT_TYPES"
+"""Comma-separated shell-style patterns of further open types (`note.*,acme.*`); `*` opens every type."""
+
 _schemas: dict[str, type[msgspec.Struct]] = {}
+_examples: dict[str, dict[str, Any]] = {}
 _plugins_loaded: list[bool] = []  # one element once the packs are loaded (a flag without `global`)
 _plugins_lock = threading.Lock()
 _legacy: dict[str, tuple[type[msgspec.Struct], ...]] = {}
@@ -29,19 +39,24 @@ def register_event_type(
     *,
     replace: bool = False,
     legacy: tuple[type[msgspec.Struct], ...] = (),
+    example: dict[str, Any] | None = None,
 ) -> None:
     """Make `event_type` a known type whose payload must convert to `schema`.
 
     Plug-ins call this at import time. Registering a different schema for a type that already has one is
     refused unless `replace` is set, so two plug-ins cannot silently disagree about a payload. `legacy` lists
     the schemas of earlier payload versions, newest first: new events must fit `schema`, while events already
-    in the log stay readable through `decode_payload`.
+    in the log stay readable through `decode_payload`. `example` is one valid payload, shown to agents by
+    `describe_event_types`; it must fit `schema`.
     """
     if not TYPE_PATTERN.fullmatch(event_type):
         raise EventValidationError("type", f"{event_type!r} is not a dotted snake_case event type")
     existing = _schemas.get(event_type)
     if existing is not None and existing is not schema and not replace:
         raise ValueError(f"event type {event_type!r} already has schema {existing.__qualname__}")
+    if example is not None:
+        msgspec.convert(example, schema, strict=True)  # a wrong example is the registrant's bug: raise now
+        _examples[event_type] = example
     _schemas[event_type] = schema
     _legacy[event_type] = legacy
 
@@ -93,12 +108,63 @@ def known_event_types() -> list[str]:
     return sorted(_schemas)
 
 
+def example_payload(event_type: str) -> dict[str, Any] | None:
+    """The example payload registered with `event_type`, or None."""
+    load_plugin_event_types()
+    return _examples.get(event_type)
+
+
+def legacy_schemas(event_type: str) -> tuple[type[msgspec.Struct], ...]:
+    """The earlier payload versions still accepted for `event_type`, newest first."""
+    load_plugin_event_types()
+    return _legacy.get(event_type, ())
+
+
+def is_open_event_type(event_type: str) -> bool:
+    """True for a type stored without a schema: one starting `x.`, or one EVENTLOOM_OPEN_EVENT_TYPES opens."""
+    if event_type.startswith(OPEN_TYPE_PREFIX):
+        return True
+    return any(
+        fnmatchcase(event_type, pattern)
+        for pattern in _open_patterns(os.environ.get(OPEN_TYPES_VARIABLE, ""))
+    )
+
+
+@lru_cache(maxsize=8)
+def _open_patterns(setting: str) -> tuple[str, ...]:
+    return tuple(pattern.strip() for pattern in setting.split(",") if pattern.strip())
+
+
+def closest_event_types(name: str, count: int = 3) -> list[str]:
+    """The known types spelt most like `name` (a misspelling, or an invented type of a known family)."""
+    known = known_event_types()
+    close = difflib.get_close_matches(name, known, n=count, cutoff=0.6)
+    if close:
+        return close
+    family = name.split(".", 1)[0] + "."
+    return [known_type for known_type in known if known_type.startswith(family)][:count]
+
+
+def unknown_type_error(event_type: str) -> EventValidationError:
+    """The refusal of an unknown type: what it is not, the closest known types, and how to open a type."""
+    close = closest_event_types(event_type)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    return EventValidationError(
+        "type",
+        f"{event_type!r} is not a known event type; {hint}`eventloom types` lists them. A type starting "
+        f"with `{OPEN_TYPE_PREFIX}` (e.g. `{OPEN_TYPE_PREFIX}{event_type}`) is stored without a schema.",
+    )
+
+
 def validate_payload(event_type: str, payload: dict[str, Any]) -> None:
-    """Check a known type's payload against its schema; unknown types pass as opaque objects."""
+    """Check a known type's payload against its schema; an open type's payload is an opaque object, any other
+    type is refused (`unknown_type_error`)."""
     load_plugin_event_types()
     schema = _schemas.get(event_type)
     if schema is None:
-        return
+        if is_open_event_type(event_type):
+            return
+        raise unknown_type_error(event_type)
     try:
         msgspec.convert(payload, schema, strict=True)
     except msgspec.ValidationError as exc:
