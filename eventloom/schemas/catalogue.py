@@ -42,6 +42,13 @@ from eventloom.schemas.catalogue_memory import (
     RelationRef,
     Verdict,
 )
+from eventloom.schemas.catalogue_seed import (
+    CausalEdgeGeneratedSeed,
+    ConsolidationCandidateCreatedSeed,
+    ConsolidationCandidateReviewedSeed,
+    InferenceEdgeGeneratedSeed,
+    OutcomeExplainedSeed,
+)
 from eventloom.schemas.catalogue_sources import (
     CodeFileIndexed,
     CodeSymbolIndexed,
@@ -117,11 +124,18 @@ DERIVED_EVENT_TYPES: Final = frozenset(
 `consolidation.candidate.promoted`, is authoritative: a reviewer with review rights accepted it.)"""
 
 LEGACY_PAYLOADS: Final[dict[str, tuple[type[msgspec.Struct], ...]]] = {
-    "consolidation.candidate.created": (ConsolidationCandidateCreatedV1,),
-    "consolidation.candidate.reviewed": (ConsolidationCandidateReviewedV1,),
-    "causal.edge.generated": (CausalEdgeGeneratedV1,),
+    "consolidation.candidate.created": (ConsolidationCandidateCreatedV1, ConsolidationCandidateCreatedSeed),
+    "consolidation.candidate.reviewed": (
+        ConsolidationCandidateReviewedV1,
+        ConsolidationCandidateReviewedSeed,
+    ),
+    "causal.edge.generated": (CausalEdgeGeneratedV1, CausalEdgeGeneratedSeed),
+    "inference.edge.generated": (InferenceEdgeGeneratedSeed,),
+    "outcome.explained": (OutcomeExplainedSeed,),
 }
-"""Earlier payload versions still readable from the log, newest first (see `decode_payload`)."""
+"""Earlier payload versions still readable from the log (see `decode_payload`): Eventloom's own (`V1`: read,
+never accepted again), and the design's
+(`Seed`: accepted, and read in the current shape, see `current_payload`)."""
 
 for _event_type, _schema in BUILTIN_EVENT_TYPES.items():
     _legacy = LEGACY_PAYLOADS.get(_event_type, ())

@@ -41,6 +41,7 @@ OPEN_EVENT_TYPE_RULE: Final = (
 )
 
 _NOISE: Final = frozenset({"title", "description"})
+_NAMED: Final = frozenset({"properties", "$defs"})
 _LEADING_NAME = re.compile(r"^`[^`]+`(\s*\([^)]*\))?:\s*")
 _SENTENCE_END = re.compile(r"(?<=[^.]\.)\s")  # a full stop, not an ellipsis
 
@@ -90,7 +91,7 @@ def one_line(docstring: str) -> str:
 def compact_schema(schema: type[msgspec.Struct]) -> dict[str, Any]:
     """`msgspec.json.schema` of a payload Struct, the root inlined, titles and docstrings dropped."""
     full = msgspec.json.schema(schema)
-    definitions: dict[str, Any] = _without_noise(full.get("$defs", {}))
+    definitions: dict[str, Any] = _without_noise(full.get("$defs", {}), names=True)
     root_name = str(full["$ref"]).rsplit("/", 1)[-1]
     root: dict[str, Any] = definitions.pop(root_name)
     if definitions:
@@ -98,9 +99,15 @@ def compact_schema(schema: type[msgspec.Struct]) -> dict[str, Any]:
     return root
 
 
-def _without_noise(value: Any) -> Any:
+def _without_noise(value: Any, *, names: bool = False) -> Any:
+    """`value` without `title` and `description` keywords; `names`: `value` maps names (of properties or
+    definitions) to schemas, so its keys are kept whatever they are."""
     if isinstance(value, dict):
-        return {key: _without_noise(item) for key, item in value.items() if key not in _NOISE}
+        return {
+            key: _without_noise(item, names=not names and key in _NAMED)
+            for key, item in value.items()
+            if names or key not in _NOISE
+        }
     if isinstance(value, list):
         return [_without_noise(item) for item in value]
     return value

@@ -9,12 +9,15 @@ import threading
 from fnmatch import fnmatchcase
 from functools import lru_cache
 from importlib.metadata import entry_points
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import msgspec
 
 from eventloom.errors import EventValidationError
 from eventloom.event import TYPE_PATTERN
+
+if TYPE_CHECKING:
+    from eventloom.event import Event
 
 EVENT_TYPES_GROUP: Final = "eventloom.event_types"
 """Entry points of plug-in packs: each names a function of no arguments that registers its types."""
@@ -33,6 +36,18 @@ _PATH_IN_MESSAGE = re.compile(r" - at `\$(?P<path>[^`]*)`$")
 _MISSING_FIELD = re.compile(r"^Object missing required field `(?P<name>[^`]+)`")
 
 
+class Origin(NamedTuple):
+    """Where a payload comes from: the session and actor of its event (a legacy payload may leave them
+    implicit, and its `upgraded(origin)` makes them explicit)."""
+
+    session: str
+    actor: str
+
+
+UNKNOWN_ORIGIN: Final = Origin(session="unknown", actor="unknown")
+"""The origin a payload is checked with when it has none yet (its upgrade is only checked for shape)."""
+
+
 def register_event_type(
     event_type: str,
     schema: type[msgspec.Struct],
@@ -47,7 +62,8 @@ def register_event_type(
     refused unless `replace` is set, so two plug-ins cannot silently disagree about a payload. `legacy` lists
     the schemas of earlier payload versions, newest first: new events must fit `schema`, while events already
     in the log stay readable through `decode_payload`. `example` is one valid payload, shown to agents by
-    `describe_event_types`; it must fit `schema`.
+    `describe_event_types`; it must fit `schema`. A legacy schema with a method `upgraded(origin) -> dict`
+    (the payload in the current shape) is still accepted on append, and `current_payload` upgrades it.
     """
     if not TYPE_PATTERN.fullmatch(event_type):
         raise EventValidationError("type", f"{event_type!r} is not a dotted snake_case event type")
@@ -103,6 +119,52 @@ def decode_payload(event_type: str, payload: dict[str, Any]) -> msgspec.Struct:
     raise AssertionError("unreachable: the current schema rejected the payload above")
 
 
+def current_payload(event: Event) -> msgspec.Struct:
+    """`event`'s payload decoded (`decode_payload`), in the current shape when its version can be upgraded:
+    what every consumer should read, so that none of them needs to know an upgradable legacy shape."""
+    decoded = decode_payload(event.type, event.payload)
+    upgrade = getattr(decoded, "upgraded", None)
+    if upgrade is None:
+        return decoded
+    return _convert(event.type, upgrade(Origin(event.session, event.actor)))
+
+
+def current_fields(event: Event) -> dict[str, Any]:
+    """`event`'s payload as a JSON object in the current shape: the stored object itself, unless it is of an
+    upgradable legacy version (then its upgrade). For consumers that read fields by name."""
+    if not any(hasattr(version, "upgraded") for version in legacy_schemas(event.type)):
+        return event.payload
+    try:
+        decoded = decode_payload(event.type, event.payload)
+    except EventValidationError:
+        return event.payload
+    upgrade = getattr(decoded, "upgraded", None)
+    if upgrade is None:
+        return event.payload
+    upgraded: dict[str, Any] = upgrade(Origin(event.session, event.actor))
+    return upgraded
+
+
+def _convert(event_type: str, payload: dict[str, Any]) -> msgspec.Struct:
+    try:
+        return msgspec.convert(payload, _schemas[event_type], strict=True)
+    except msgspec.ValidationError as exc:
+        raise EventValidationError(*_field_and_reason(str(exc))) from None
+
+
+def _fits_an_upgradable_version(event_type: str, payload: dict[str, Any], origin: Origin) -> bool:
+    for version in _legacy.get(event_type, ()):
+        if not hasattr(version, "upgraded"):
+            continue
+        try:
+            legacy = msgspec.convert(payload, version, strict=True)
+        except msgspec.ValidationError:
+            continue
+        _convert(event_type, legacy.upgraded(origin))
+        return True
+    return False
+
+
 def known_event_types() -> list[str]:
     load_plugin_event_types()
     return sorted(_schemas)
@@ -156,9 +218,9 @@ def unknown_type_error(event_type: str) -> EventValidationError:
     )
 
 
-def validate_payload(event_type: str, payload: dict[str, Any]) -> None:
-    """Check a known type's payload against its schema; an open type's payload is an opaque object, any other
-    type is refused (`unknown_type_error`)."""
+def validate_payload(event_type: str, payload: dict[str, Any], origin: Origin = UNKNOWN_ORIGIN) -> None:
+    """Check a known type's payload against its schema (or an upgradable legacy version, whose upgrade must
+    fit it); an open type's payload is an opaque object, any other type is refused (`unknown_type_error`)."""
     load_plugin_event_types()
     schema = _schemas.get(event_type)
     if schema is None:
@@ -168,6 +230,8 @@ def validate_payload(event_type: str, payload: dict[str, Any]) -> None:
     try:
         msgspec.convert(payload, schema, strict=True)
     except msgspec.ValidationError as exc:
+        if _fits_an_upgradable_version(event_type, payload, origin):
+            return
         raise EventValidationError(*_field_and_reason(str(exc))) from None
 
 
