@@ -165,8 +165,9 @@ class OutcomeExplainedSeed(Payload, kw_only=True):
         )
 
 
-class SeedSourceEvent(Payload, kw_only=True):
-    """The design's cited source event: seq and hash, in the citing event's own session."""
+class SeedSourceEvent(Payload, kw_only=True, forbid_unknown_fields=True):
+    """The design's cited source event: seq and hash, in the citing event's own session. Nothing else: an
+    item with a `session` is the current shape, whose errors are the ones to report."""
 
     seq: Seq
     hash: EventHash

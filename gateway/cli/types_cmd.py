@@ -10,7 +10,7 @@ import typer
 
 from eventloom.errors import EventValidationError
 from eventloom.schemas import COMMON_EVENT_TYPES, OPEN_EVENT_TYPE_RULE, EventTypeInfo, describe_event_types
-from gateway.cli.common import EXIT_INVALID, console, fail, print_json
+from gateway.cli.common import EXIT_INVALID, fail, print_json
 
 TypeArgument = Annotated[
     str | None, typer.Argument(help="One event type: its payload schema and example (default: list them all)")
@@ -48,21 +48,17 @@ def _print_list(described: list[EventTypeInfo]) -> None:
     width = max(len(info.name) for info in described)
     for info in described:
         mark = "*" if info.name in COMMON_EVENT_TYPES else " "
-        console.print(f"{mark} {info.name:<{width}}  {info.description}", highlight=False, markup=False)
-    console.print(f"\n* the most common. {OPEN_EVENT_TYPE_RULE}", highlight=False, markup=False)
-    console.print("`eventloom types TYPE` shows a type's payload schema and an example.", highlight=False)
+        print(f"{mark} {info.name:<{width}}  {info.description}")
+    print(f"\n* the most common. {OPEN_EVENT_TYPE_RULE}")
+    print("`eventloom types TYPE` shows a type's payload schema and an example.")
 
 
 def _print_one(info: EventTypeInfo) -> None:
-    console.print(f"{info.name}: {info.description}", highlight=False, markup=False)
+    print(f"{info.name}: {info.description}")
     if info.legacy_versions:
-        console.print(
-            f"({info.legacy_versions} earlier payload shape(s) still accepted; docs/event-types.md)",
-            highlight=False,
-            markup=False,
-        )
-    console.print("\npayload schema:", highlight=False)
-    console.print(json.dumps(info.payload_schema, indent=2), highlight=False, markup=False)
+        print(f"({info.legacy_versions} earlier payload shape(s) still readable; docs/event-types.md)")
+    print("\npayload schema:")
+    print(json.dumps(info.payload_schema, indent=2))
     if info.example is not None:
-        console.print("\nexample payload:", highlight=False)
-        console.print(json.dumps(info.example, indent=2), highlight=False, markup=False)
+        print("\nexample payload:")
+        print(json.dumps(info.example, indent=2))
