@@ -152,17 +152,48 @@ def _convert(event_type: str, payload: dict[str, Any]) -> msgspec.Struct:
         raise EventValidationError(*_field_and_reason(str(exc))) from None
 
 
-def _fits_an_upgradable_version(event_type: str, payload: dict[str, Any], origin: Origin) -> bool:
+Problem = tuple[str, str]
+"""(field, reason) of an `EventValidationError`."""
+
+
+def _upgradable_problems(
+    event_type: str, payload: dict[str, Any], origin: Origin
+) -> list[tuple[type[msgspec.Struct], Problem]] | None:
+    """Why `payload` fits none of the upgradable legacy versions; None when it fits one (and its upgrade
+    fits the current schema, else that complaint is raised)."""
+    problems: list[tuple[type[msgspec.Struct], Problem]] = []
     for version in _legacy.get(event_type, ()):
         if not hasattr(version, "upgraded"):
             continue
         try:
             legacy = msgspec.convert(payload, version, strict=True)
-        except msgspec.ValidationError:
+        except msgspec.ValidationError as exc:
+            problems.append((version, _field_and_reason(str(exc))))
             continue
         _convert(event_type, legacy.upgraded(origin))
-        return True
-    return False
+        return None
+    return problems
+
+
+def _meant(
+    current: type[msgspec.Struct],
+    payload: dict[str, Any],
+    problem: Problem,
+    legacy: list[tuple[type[msgspec.Struct], Problem]],
+) -> Problem:
+    """The complaint of the version `payload` was meant for: a legacy version when the payload has more of
+    the fields only it names than of the fields only the current schema names; else the current one's."""
+    keys = set(payload)
+    names = _field_names(current)
+    for version, legacy_problem in legacy:
+        own = _field_names(version)
+        if len(keys & (own - names)) > len(keys & (names - own)):
+            return legacy_problem
+    return problem
+
+
+def _field_names(schema: type[msgspec.Struct]) -> set[str]:
+    return {field.encode_name for field in msgspec.structs.fields(schema)}
 
 
 def known_event_types() -> list[str]:
@@ -230,9 +261,12 @@ def validate_payload(event_type: str, payload: dict[str, Any], origin: Origin = 
     try:
         msgspec.convert(payload, schema, strict=True)
     except msgspec.ValidationError as exc:
-        if _fits_an_upgradable_version(event_type, payload, origin):
-            return
-        raise EventValidationError(*_field_and_reason(str(exc))) from None
+        current = _field_and_reason(str(exc))
+    else:
+        return
+    legacy = _upgradable_problems(event_type, payload, origin)
+    if legacy is not None:
+        raise EventValidationError(*_meant(schema, payload, current, legacy))
 
 
 def _field_and_reason(message: str) -> tuple[str, str]:
