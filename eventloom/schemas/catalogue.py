@@ -10,6 +10,7 @@ from typing import Final
 import msgspec
 
 from eventloom.schemas.catalogue_activity import (
+    AccessRefused,
     CommandCompleted,
     FileEditApplied,
     HookCheckpoint,
@@ -89,6 +90,7 @@ BUILTIN_EVENT_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
     "command.completed": CommandCompleted,
     "file.edit.applied": FileEditApplied,
     "tool.call.completed": ToolCallCompleted,
+    "access.refused": AccessRefused,
     "transcript.turn": TranscriptTurn,
     # sources
     "document.indexed": DocumentIndexed,
@@ -145,6 +147,7 @@ __all__ = [
     "BUILTIN_EVENT_TYPES",
     "DERIVED_EVENT_TYPES",
     "LEGACY_PAYLOADS",
+    "AccessRefused",
     "CandidateType",
     "CausalEdgeGenerated",
     "CausalEdgeGeneratedV1",

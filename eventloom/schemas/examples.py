@@ -105,6 +105,16 @@ BUILTIN_EXAMPLES: Final[dict[str, dict[str, Any]]] = {
         "error": "old_string not found in file",
         "taskId": "task-17",
     },
+    "access.refused": {
+        "status": 401,
+        "reason": "wrong_token",
+        "source": "203.0.113.7",
+        "count": 3,
+        "requests": ["POST /mcp", "GET /v1/sessions"],
+        "since": "2025-05-01T09:30:00.000000Z",
+        "window_s": 60.0,
+        "attempts": ["3f79bb7b"],
+    },
     "transcript.turn": {
         "role": "user",
         "text": "Please keep lines under 110 characters from now on.",
