@@ -30,13 +30,15 @@ def test_every_known_type_is_described_with_a_line_a_schema_and_an_example() -> 
         assert isinstance(info, EventTypeInfo)
         assert info.description and "\n" not in info.description and info.name not in info.description
         assert info.payload_schema["type"] == "object"
-        assert info.example is not None, info.name
+    # a plug-in may register a type without an example; every type Eventloom ships has one
+    assert all(BY_NAME[name].example is not None for name in EXAMPLES)
 
 
 @pytest.mark.parametrize("name", sorted(BY_NAME))
 def test_every_example_validates_against_its_schema_both_ways(name: str) -> None:
     info = BY_NAME[name]
-    assert info.example is not None
+    if info.example is None:
+        pytest.skip(f"{name}: a plug-in's type registered without an example")
     validate_payload(name, info.example)  # the payload Struct the appender checks
     jsonschema.validate(info.example, info.payload_schema)  # the JSON schema an agent is shown
 
