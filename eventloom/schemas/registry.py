@@ -1,4 +1,9 @@
-"""The open registry of payload schemas: one msgspec Struct per known event type."""
+"""The open registry of payload schemas: one msgspec Struct per known event type.
+
+An append of a type nobody registered is refused (`validate_payload`, naming the closest known types) unless
+the type is open: it starts with `x.`, or `EVENTLOOM_OPEN_EVENT_TYPES` matches it. Reading never refuses a
+type: events already in a log are read whatever their type.
+"""
 
 from __future__ import annotations
 
