@@ -56,7 +56,8 @@ class EventTypeInfo(msgspec.Struct, frozen=True, kw_only=True):
     example: dict[str, Any] | None
     """A payload that validates; None for a plug-in type registered without one."""
     legacy_versions: int = 0
-    """How many earlier payload shapes are still accepted (docs/event-types.md describes them)."""
+    """How many earlier payload shapes are still read (the design's are also accepted on append; see
+    docs/event-types.md)."""
 
 
 def describe_event_types(names: Sequence[str] | None = None) -> list[EventTypeInfo]:
