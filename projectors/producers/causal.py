@@ -80,7 +80,7 @@ class CausalProducer:
             event_evidence(event.session, event.seq, event.hash),
         ]
         # The explainer's own evidence, already checked against the schema by `read_event`.
-        evidence.extend(current_fields(event).get("evidence", []))
+        evidence.extend(dict(item) for item in current_fields(event).get("evidence", []))
         payload: dict[str, Any] = {
             "edge_id": edge_id("causal", METHOD, event.session, cause_hash, explained.outcome, relation_type),
             "cause": explained.cause or citation(event.session, cause_seq, cause_hash),
