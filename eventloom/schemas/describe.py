@@ -40,6 +40,8 @@ OPEN_EVENT_TYPE_RULE: Final = (
     f"schema. An operator may open more with {OPEN_TYPES_VARIABLE} (comma-separated patterns like `note.*`)."
 )
 
+NO_DESCRIPTION: Final = "(not described: its payload schema has no docstring)"
+"""The description of a plug-in's type whose payload Struct has no docstring."""
 _NOISE: Final = frozenset({"title", "description"})
 _NAMED: Final = frozenset({"properties", "$defs"})
 _LEADING_NAME = re.compile(r"^`[^`]+`(\s*\([^)]*\))?:\s*")
@@ -75,7 +77,7 @@ def _describe(name: str) -> EventTypeInfo:
         raise unknown_type_error(name)
     return EventTypeInfo(
         name=name,
-        description=one_line(schema.__doc__ or ""),
+        description=one_line(schema.__doc__ or "") or NO_DESCRIPTION,
         payload_schema=compact_schema(schema),
         example=example_payload(name),
         legacy_versions=len(legacy_schemas(name)),
