@@ -56,7 +56,7 @@ from gateway.node_process import NodeProcess
 
 RAW_STREAM = "BENCHRAW"
 RAW_SUBJECT_ROOT = "benchraw"
-EVENT_TYPE = "bench.appended"
+EVENT_TYPE = "x.bench.appended"
 ACTOR = "bench"
 NODE_START_TIMEOUT_S = 30.0
 NODE_STOP_TIMEOUT_S = 20.0

@@ -107,7 +107,7 @@ def raw_checkout(memory: MemoryClient, text: str, session: str | None) -> Callab
 
 
 def raw_append(log: EventLog, session: str, payload: dict[str, Any]) -> Callable[[], Awaitable[Any]]:
-    return lambda: log.append(session, "note.taken", "bench", payload)
+    return lambda: log.append(session, "x.note.taken", "bench", payload)
 
 
 async def measure(
@@ -134,7 +134,7 @@ async def measure(
             tool(
                 call,
                 "memory_append",
-                {"session": f"bench-{name}-{n % 8}", "type": "note.taken", "payload": payload},
+                {"session": f"bench-{name}-{n % 8}", "type": "x.note.taken", "payload": payload},
             )
             for n in range(count)
         ]

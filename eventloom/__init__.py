@@ -28,10 +28,20 @@ if TYPE_CHECKING:
     from eventloom.log import EventLog
     from eventloom.position import Appended, Position
     from eventloom.request import AppendRequest
-    from eventloom.schemas import register_event_type
+    from eventloom.schemas import (
+        COMMON_EVENT_TYPES,
+        OPEN_EVENT_TYPE_RULE,
+        EventTypeInfo,
+        describe_event_types,
+        register_event_type,
+    )
     from eventloom.settings import Settings
 
 _LAZY: dict[str, str] = {
+    "COMMON_EVENT_TYPES": "eventloom.schemas",
+    "OPEN_EVENT_TYPE_RULE": "eventloom.schemas",
+    "EventTypeInfo": "eventloom.schemas",
+    "describe_event_types": "eventloom.schemas",
     "AppendRequest": "eventloom.request",
     "Appended": "eventloom.position",
     "Appender": "eventloom.appender",
@@ -57,12 +67,15 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "COMMON_EVENT_TYPES",
+    "OPEN_EVENT_TYPE_RULE",
     "AppendRequest",
     "Appended",
     "Appender",
     "ConcurrencyError",
     "Event",
     "EventLog",
+    "EventTypeInfo",
     "EventValidationError",
     "EventloomError",
     "IdempotencyConflictError",
@@ -77,6 +90,7 @@ __all__ = [
     "citation",
     "compute_hash",
     "decode_event",
+    "describe_event_types",
     "encode_event",
     "register_event_type",
 ]

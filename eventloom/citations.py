@@ -31,7 +31,7 @@ from eventloom.schemas.catalogue import (
     OutcomeExplained,
     SourceEvent,
 )
-from eventloom.schemas.registry import decode_payload, load_plugin_event_types
+from eventloom.schemas.registry import current_payload, load_plugin_event_types
 
 UNCITED: Final = "uncited"
 """How the dead letter of an event with a bad citation starts (like `unverified` for a bad signature)."""
@@ -73,7 +73,7 @@ def cited_events(event: Event) -> list[Cited]:
     if rule is None:
         return []
     try:
-        payload = decode_payload(event.type, event.payload)
+        payload = current_payload(event)
     except EventValidationError:
         return []
     return rule.cited(event, payload)

@@ -8,6 +8,7 @@ import msgspec
 
 from eventloom.errors import EventValidationError
 from eventloom.event import Event, principal_problem
+from eventloom.schemas.registry import Origin
 from eventloom.validation import (
     validate_actor,
     validate_caused_by,
@@ -50,7 +51,7 @@ class AppendRequest(msgspec.Struct, frozen=True, kw_only=True):
         validate_type(self.type)
         validate_actor(self.actor)
         validate_caused_by(self.caused_by)
-        validate_payload_value(self.type, self.payload)
+        validate_payload_value(self.type, self.payload, Origin(self.session, self.actor))
         key = self.idempotency_key
         if key is not None and (not key or len(key) > MAX_IDEMPOTENCY_KEY or not key.isprintable()):
             raise EventValidationError(

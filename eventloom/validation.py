@@ -11,6 +11,7 @@ import msgspec
 from eventloom.errors import EventValidationError
 from eventloom.event import HASH_PATTERN, SESSION_PATTERN, TYPE_PATTERN
 from eventloom.schemas import validate_payload
+from eventloom.schemas.registry import UNKNOWN_ORIGIN, Origin
 
 T = TypeVar("T")
 MAX_PAYLOAD_BYTES: Final = 1024 * 1024
@@ -59,15 +60,17 @@ def validate_caused_by(caused_by: object) -> list[str]:
     return list(caused_by)
 
 
-def validate_payload_value(event_type: str, payload: object) -> dict[str, Any]:
-    """Shape, JSON-safety, size and (for known types) schema of a payload."""
+def validate_payload_value(
+    event_type: str, payload: object, origin: Origin = UNKNOWN_ORIGIN
+) -> dict[str, Any]:
+    """Shape, JSON-safety, size and schema of a payload (`origin`: its event's session and actor)."""
     if not isinstance(payload, dict):
         raise EventValidationError("payload", "must be a JSON object")
     _check_json_value("payload", payload, 0)
     size = len(_size_encoder.encode(payload))
     if size > MAX_PAYLOAD_BYTES:
         raise EventValidationError("payload", f"encodes to {size} bytes, over the {MAX_PAYLOAD_BYTES} limit")
-    validate_payload(event_type, payload)
+    validate_payload(event_type, payload, origin)
     return payload
 
 

@@ -27,7 +27,7 @@ from eventloom.errors import EventValidationError
 from eventloom.event import Event
 from eventloom.log import EventLog
 from eventloom.schemas.catalogue import ConsolidationCandidateCreated
-from eventloom.schemas.registry import decode_payload
+from eventloom.schemas.registry import current_payload
 from readmodels.query.protocol import MemoryService
 from readmodels.retrieval.candidates import Candidate, CandidateRequest
 from readmodels.retrieval.model import Citation
@@ -196,7 +196,7 @@ async def review(
     _check_reviewable(found)
     cited = found.candidate_event
     proposing = await _cited_event(log, "candidate_event", cited.session, cited.seq, cited.hash)
-    created = decode_payload(proposing.type, proposing.payload)
+    created = current_payload(proposing)
     if not isinstance(created, ConsolidationCandidateCreated):
         raise EventValidationError("candidate_id", f"{candidate_id!r} was not proposed with cited sources")
     payload: dict[str, Any] = verdict | {"candidate_event": _source(cited)}

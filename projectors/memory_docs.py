@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from eventloom.event import Event
+from eventloom.schemas import current_fields
 from projectors.graph.registry import extract
 from readmodels.documents import DocKind, EventDocs, MemoryDoc
 from readmodels.graph.model import EntityAssertion, SourceCitation
@@ -99,7 +100,7 @@ def memory_docs(event: Event) -> EventDocs:
     verbatim = _VERBATIM.get(event.type)
     if verbatim is not None:
         kind, fields = verbatim
-        title, text = fields(event.payload)
+        title, text = fields(current_fields(event))
         docs.append(MemoryDoc(**common, kind=kind, title=title, text=text))
     elif not any(doc.kind == "source" for doc in docs):
         docs.append(MemoryDoc(**common, kind="event", title=event.type, text=_joined(spine.summary)))

@@ -28,6 +28,11 @@ from tests.runtime_support import uninstall_test_plugins
 
 REPO = Path(__file__).resolve().parent.parent
 
+# Tests append scratch events (`note.added` ...) of a type no agent needs. They open that
+# family the documented way, as an operator would (docs/event-types.md, "Open types"); nodes and CLIs they
+# start inherit it. Other scratch types are `x.`-prefixed, the open prefix.
+os.environ["EVENTLOOM_OPEN_EVENT_TYPES"] = "note.*"
+
 
 @pytest.fixture
 def anyio_backend() -> str:

@@ -32,7 +32,7 @@ import msgspec
 from eventloom.log import EventLog
 from eventloom.settings import Settings
 
-EVENT_TYPE = "durability.probe"
+EVENT_TYPE = "x.durability.probe"
 ACTOR = "durability-client"
 RETRY_SLEEP_S = 0.1
 FILLER_CHARS = 1000

@@ -131,7 +131,7 @@ async def exercise_limits(call: ToolCall) -> None:
     """Oversized and malformed input: a structured error naming the field, and nothing appended."""
     big = {"text": "x" * (1024 * 1024)}
     too_big = await failure(
-        call, "memory_append", {"session": "limits", "type": "note.taken", "payload": big}
+        call, "memory_append", {"session": "limits", "type": "x.note.taken", "payload": big}
     )
     assert too_big.code == "payload_too_large" and too_big.error["message"].startswith("payload:")
     long_question = await failure(call, "memory_search", {"question": "q" * 4097, "session": "limits"})
@@ -157,7 +157,7 @@ async def exercise_limits(call: ToolCall) -> None:
 async def exercise_expected_seq(call: ToolCall) -> None:
     """Append only if nobody else has since the caller read the session: a conflict otherwise, and nothing
     appended."""
-    note = {"session": "limits-cas", "type": "note.taken", "payload": {"text": "first"}}
+    note = {"session": "limits-cas", "type": "x.note.taken", "payload": {"text": "first"}}
     assert (await call("memory_append", note | {"expected_seq": 0}))["seq"] == 1
     stale = await failure(call, "memory_append", note | {"expected_seq": 0})
     assert stale.code == "conflict" and stale.error["message"].startswith("expected_seq:")

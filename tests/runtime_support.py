@@ -17,6 +17,7 @@ import nats.js.errors
 
 from eventloom.keys import KeyStore
 from eventloom.log import EventLog
+from eventloom.schemas import EVENT_TYPES_GROUP
 from projectors.protocol import Projector
 from projectors.runner import ProjectorRunner, RunnerOptions
 
@@ -42,6 +43,15 @@ def install_plugin(package_dir: Path = SAMPLE_PLUGIN) -> None:
         check=True,
     )  # fmt: skip
     importlib.invalidate_caches()
+    register_event_types_of(name)
+
+
+def register_event_types_of(distribution: str) -> None:
+    """What a process started after the install does by itself (`load_plugin_event_types`): this one has
+    loaded the packs' event types already, so it calls the new plug-in's `eventloom.event_types` itself."""
+    for entry in importlib.metadata.entry_points(group=EVENT_TYPES_GROUP):
+        if entry.dist is not None and entry.dist.name == distribution:
+            entry.load()()
 
 
 def uninstall_test_plugins() -> None:

@@ -77,7 +77,7 @@ tool_arguments = st.fixed_dictionaries(
     {},
     optional={
         "session": anything | st.from_regex(r"\A[a-z0-9-]{1,20}\Z"),
-        "type": anything | st.sampled_from(["note.taken", "decision.made", "Bad Type"]),
+        "type": anything | st.sampled_from(["x.note.taken", "decision.made", "Bad Type"]),
         "payload": anything,
         "actor": anything,
         "caused_by": anything,

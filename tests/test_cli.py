@@ -33,7 +33,7 @@ def test_commands_that_need_a_node_say_how_to_start_one(tmp_path: Path) -> None:
     for args in (
         ["status"],
         ["tail"],
-        ["append", "--session", "s", "--type", "a.b", "--actor", "x"],
+        ["append", "--session", "s", "--type", "x.a.b", "--actor", "x"],
         ["verify"],
     ):
         result = run_cli(settings, *args)
@@ -110,11 +110,11 @@ def test_import_from_jsonl_and_idempotency_key(node: Settings, tmp_path: Path) -
 @pytest.mark.parametrize(
     ("args", "field"),
     [
-        (["--session", "no spaces", "--type", "a.b", "--actor", "x"], "session"),
+        (["--session", "no spaces", "--type", "x.a.b", "--actor", "x"], "session"),
         (["--session", "s", "--type", "Bad", "--actor", "x"], "type"),
-        (["--session", "s", "--type", "a.b", "--actor", "x", "--payload", "{not json"], "payload"),
-        (["--session", "s", "--type", "a.b", "--actor", "x", "--payload", '{"x": NaN}'], "payload"),
-        (["--session", "s", "--type", "a.b", "--actor", "x", "--payload", "[1]"], "payload"),
+        (["--session", "s", "--type", "x.a.b", "--actor", "x", "--payload", "{not json"], "payload"),
+        (["--session", "s", "--type", "x.a.b", "--actor", "x", "--payload", '{"x": NaN}'], "payload"),
+        (["--session", "s", "--type", "x.a.b", "--actor", "x", "--payload", "[1]"], "payload"),
         (
             ["--session", "s", "--type", "task.claimed", "--actor", "x", "--payload", '{"task_id": "t"}'],
             "payload.assignee",

@@ -54,20 +54,20 @@ async def test_a_stream_at_its_size_limit_refuses_appends_naming_the_limit_and_d
         acked = 0
         with pytest.raises(StreamFullError) as refused:
             for index in range(200):
-                await log.append("full", "note.taken", "tester", NOTE | {"n": index})
+                await log.append("full", "x.note.taken", "tester", NOTE | {"n": index})
                 acked += 1
         message = str(refused.value)
         assert f"{LIMIT:,} bytes" in message and "EVENTLOOM_STREAM_MAX_BYTES" in message
         assert "nothing was appended" in message and "restart the node" in message
         with pytest.raises(StreamFullError):  # the idempotent path says the same
-            await log.append("full", "note.taken", "tester", NOTE, idempotency_key="k1")
+            await log.append("full", "x.note.taken", "tester", NOTE, idempotency_key="k1")
         info = await jetstream_api(log.client, f"STREAM.INFO.{log.layout.name}")
         assert info["config"]["discard"] == "new" and info["config"]["max_bytes"] == LIMIT
         assert info["state"]["first_seq"] == 1 and info["state"]["messages"] == acked > 30  # none dropped
         assert [e.payload["n"] async for e in log.events("full")] == list(range(acked))
 
     unset = dataclasses.replace(settings, stream_max_bytes=None)  # a process that does not know the limit
-    appended = run_cli(unset, "append", "--session", "full", "--type", "note.taken", "--actor", "cli",
+    appended = run_cli(unset, "append", "--session", "full", "--type", "x.note.taken", "--actor", "cli",
                        "--payload", json.dumps(NOTE))  # fmt: skip
     assert appended.returncode == 1, appended.stdout
     assert "is full" in appended.stdout + appended.stderr and "EVENTLOOM_STREAM_MAX_BYTES" in appended.stderr
@@ -76,14 +76,14 @@ async def test_a_stream_at_its_size_limit_refuses_appends_naming_the_limit_and_d
     env["EVENTLOOM_NATS_URL"] = settings.nats_url or ""
     async with Client(stdio_server(settings.data_dir, env), read_timeout_seconds=60) as client:
         refusal = await failure(
-            tool_caller(client), "memory_append", {"session": "full", "type": "note.taken", "payload": NOTE}
+            tool_caller(client), "memory_append", {"session": "full", "type": "x.note.taken", "payload": NOTE}
         )
     assert refusal.code == "unavailable" and "EVENTLOOM_STREAM_MAX_BYTES" in refusal.error["message"]
 
     async with await EventLog.open(dataclasses.replace(settings, stream_max_bytes=0)) as log:
         info = await jetstream_api(log.client, f"STREAM.INFO.{log.layout.name}")
         assert info["config"]["max_bytes"] == -1  # the operator's way out: no limit (or a higher one)
-        assert (await log.append("full", "note.taken", "tester", NOTE)).seq == acked + 1
+        assert (await log.append("full", "x.note.taken", "tester", NOTE)).seq == acked + 1
 
 
 def test_the_limit_setting_is_read_from_the_environment_and_checked(
@@ -131,7 +131,8 @@ async def _until(check: Callable[[], bool], what: str, timeout: float = 30) -> f
 
 async def _append(log: EventLog, first: int, count: int) -> None:
     for index in range(first, first + count):
-        await log.append("ledgered", "note.taken", "tester", NOTE | {"n": index}, idempotency_key=f"k{index}")
+        note = NOTE | {"n": index}
+        await log.append("ledgered", "x.note.taken", "tester", note, idempotency_key=f"k{index}")
 
 
 @pytest.mark.slow

@@ -210,14 +210,14 @@ def test_optional_scalar_fields_accept_null(event_type: str, field: str) -> None
 @pytest.mark.parametrize(
     ("event_type", "payload"),
     [
-        ("custom.thing", {"anything": [1, {"x": None}], "goes": True}),
-        ("custom.thing", {}),
-        ("acme.deploy.finished", {"service": "", "ok": "not checked"}),
+        ("x.custom.thing", {"anything": [1, {"x": None}], "goes": True}),
+        ("x.custom.thing", {}),
+        ("x.acme.deploy.finished", {"service": "", "ok": "not checked"}),
     ],
 )
-def test_unknown_types_are_opaque(event_type: str, payload: dict[str, Any]) -> None:
+def test_open_types_are_opaque(event_type: str, payload: dict[str, Any]) -> None:
     assert schema_for(event_type) is None
-    validate_payload(event_type, payload)
+    validate_payload(event_type, payload)  # refusing unknown types: tests/test_event_type_catalogue.py
 
 
 # --- errors name the exact field ----------------------------------------------------------------------

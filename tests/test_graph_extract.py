@@ -102,6 +102,7 @@ EXPECTED: dict[str, set[str]] = {
         f"cite {MIRROR}:88-93 by file",
     },
     "tool.call.completed": {"entity tool:Edit", "observe OBSERVED_TOOL_CALL task-17"},
+    "access.refused": set(),
     "transcript.turn": {"entity person:Caroline"},
     "document.indexed": {
         "entity document:docs/operations.md",
@@ -161,7 +162,7 @@ def one_event(event_type: str, payload: dict[str, Any]) -> Event:
 
 def test_every_catalogue_type_has_an_extractor_and_an_expectation() -> None:
     assert set(BUILTIN_EXTRACTORS) == set(BUILTIN_EVENT_TYPES) == set(EXPECTED)
-    assert len(BUILTIN_EXTRACTORS) == 30
+    assert len(BUILTIN_EXTRACTORS) == 31
 
 
 @pytest.mark.parametrize("event_type", sorted(EXPECTED))

@@ -30,7 +30,7 @@ async def test_the_view_of_the_core_graph(graph_store: GraphStore) -> None:
         fact(("api", "service", "Takes orders"), relations=[("api", "depends_on", "cache")]),
     )
     log.add("memory.fact.asserted", fact(("cache", "service", "Redis, 60 seconds")))
-    log.add("note.taken", {"text": "an event no extractor knows"})
+    log.add("x.note.taken", {"text": "an event no extractor knows"})
     other.add("memory.fact.asserted", fact(("cache", "service", "Memcached")))
     await project(graph_store, log.events + other.events)
 
@@ -38,7 +38,7 @@ async def test_the_view_of_the_core_graph(graph_store: GraphStore) -> None:
         return await graph_store.read(graph_view(ViewRequest(**asked)))  # type: ignore[arg-type]
 
     now = await view(sessions=["s1"])
-    assert labels(now) == {"cache (v1)", "cache (v2)", "api"}  # not the generic note.taken#4
+    assert labels(now) == {"cache (v1)", "cache (v2)", "api"}  # not the generic x.note.taken#4
     nodes = {node.label: node for node in now.nodes}
     old, new, api = nodes["cache (v1)"], nodes["cache (v2)"], nodes["api"]
     assert (old.kind, old.superseded, old.valid_to, new.superseded) == ("service", True, ts(3), False)

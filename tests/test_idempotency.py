@@ -132,7 +132,7 @@ async def mcp_tools(log: EventLog) -> AsyncIterator[ToolCall]:
 
 
 async def test_mcp_answers_a_conflict(log: EventLog) -> None:
-    note = {"session": "s1", "type": "note.taken", "payload": {"text": "first"}, "idempotency_key": "k"}
+    note = {"session": "s1", "type": "x.note.taken", "payload": {"text": "first"}, "idempotency_key": "k"}
     async with mcp_tools(log) as call:
         first = await call("memory_append", note)
         assert await call("memory_append", note) == first

@@ -77,7 +77,7 @@ async def test_stdio_uses_the_node_already_running(tmp_path: Path) -> None:
         async with Client(stdio_server(settings.data_dir, clean_env()), read_timeout_seconds=60) as client:
             call = tool_caller(client)
             appended = await call(
-                "memory_append", {"session": "s1", "type": "note.taken", "payload": {"text": "hello"}}
+                "memory_append", {"session": "s1", "type": "x.note.taken", "payload": {"text": "hello"}}
             )
         async with await EventLog.open(settings, url=node.url) as log:
             (event,) = [e async for e in log.events("s1")]
@@ -133,11 +133,12 @@ async def test_http_enforces_the_session_scope_for_reads_and_writes(settings: Se
         settings.tokens_file, "team-a-bot", "agent", ["team-a-*"], toolsets=["default", "review"]
     )
     async with http_node(settings) as node, http_tools(node.http_url or "", token) as call:
-        mine = await call("memory_append", {"session": "team-a-1", "type": "note.taken", "payload": {"n": 1}})
+        note = {"session": "team-a-1", "type": "x.note.taken", "payload": {"n": 1}}
+        mine = await call("memory_append", note)
         assert mine["seq"] == 1
         theirs = {"session": "team-b-1"}
         denied: list[tuple[str, dict[str, Any]]] = [
-            ("memory_append", {**theirs, "type": "note.taken", "payload": {"n": 1}}),
+            ("memory_append", {**theirs, "type": "x.note.taken", "payload": {"n": 1}}),
             ("memory_invalidate", {**theirs, "entity": {"name": "x", "entity_type": "service"}}),
             ("memory_record_turn", {**theirs, "text": "hello"}),
             *[("memory_search", {**theirs, "question": "notes", "answer": a}) for a in ANSWERS],
@@ -163,7 +164,7 @@ async def test_http_enforces_the_session_scope_for_reads_and_writes(settings: Se
 async def test_a_token_appends_only_as_its_actors_and_the_event_names_it(settings: Settings) -> None:
     bot = add_token(settings.tokens_file, "bot", "agent", ["*"])  # default actors: mcp:bot, agent:bot
     ci = add_token(settings.tokens_file, "ci", "agent", ["*"], actors=["agent:ci-*"])
-    note = {"session": "who", "type": "note.taken", "payload": {"text": "x"}}
+    note = {"session": "who", "type": "x.note.taken", "payload": {"text": "x"}}
     async with http_node(settings) as node:
         url = node.http_url or ""
         async with http_tools(url, bot) as call:

@@ -149,7 +149,7 @@ async def test_any_arguments_get_an_answer_or_a_refusal_naming_the_argument(
 
 
 async def test_no_coercion_and_no_silently_dropped_argument(server: EventloomMCP) -> None:
-    note = {"session": "strict-1", "type": "note.taken", "payload": {"text": "x"}}
+    note = {"session": "strict-1", "type": "x.note.taken", "payload": {"text": "x"}}
     for arguments, field in (
         (note | {"expected_seq": "1"}, "expected_seq"),
         (note | {"expected_seq": 1.0}, "expected_seq"),

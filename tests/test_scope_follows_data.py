@@ -104,7 +104,8 @@ async def tell_ours(call: ToolCall) -> None:
     """Something of the token's own, so that its reads have rows to return, about the same entities as
     theirs (entity resolution may link them across sessions)."""
     run = {"session": OURS, "run_id": "run-ours"}
-    await call("memory_append", {"session": OURS, "type": "note.taken", "payload": {"text": "our own note"}})
+    note = {"session": OURS, "type": "x.note.taken", "payload": {"text": "our own note"}}
+    await call("memory_append", note)
     entities = [
         {"name": "price cache", "entity_type": "service", "summary": "our price cache, a local dict"},
         {"name": "checkout api", "entity_type": "service", "summary": "our checkout"},
@@ -122,7 +123,7 @@ def values(theirs: Theirs) -> dict[str, Any]:
         "session": OURS,
         "text": "price cache TTL and the fins",
         "question": "what was decided?",
-        "type": "note.taken",
+        "type": "x.note.taken",
         "payload": {"text": "ours"},
         "name": "d-redis",
         "source": "d-redis",

@@ -10,6 +10,7 @@ from typing import Final
 import msgspec
 
 from eventloom.schemas.catalogue_activity import (
+    AccessRefused,
     CommandCompleted,
     FileEditApplied,
     HookCheckpoint,
@@ -42,6 +43,13 @@ from eventloom.schemas.catalogue_memory import (
     RelationRef,
     Verdict,
 )
+from eventloom.schemas.catalogue_seed import (
+    CausalEdgeGeneratedSeed,
+    ConsolidationCandidateCreatedSeed,
+    ConsolidationCandidateReviewedSeed,
+    InferenceEdgeGeneratedSeed,
+    OutcomeExplainedSeed,
+)
 from eventloom.schemas.catalogue_sources import (
     CodeFileIndexed,
     CodeSymbolIndexed,
@@ -61,6 +69,7 @@ from eventloom.schemas.catalogue_work import (
     UserPreferenceChanged,
     VerificationRecorded,
 )
+from eventloom.schemas.examples import BUILTIN_EXAMPLES
 from eventloom.schemas.registry import register_event_type
 
 BUILTIN_EVENT_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
@@ -81,6 +90,7 @@ BUILTIN_EVENT_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
     "command.completed": CommandCompleted,
     "file.edit.applied": FileEditApplied,
     "tool.call.completed": ToolCallCompleted,
+    "access.refused": AccessRefused,
     "transcript.turn": TranscriptTurn,
     # sources
     "document.indexed": DocumentIndexed,
@@ -116,19 +126,28 @@ DERIVED_EVENT_TYPES: Final = frozenset(
 `consolidation.candidate.promoted`, is authoritative: a reviewer with review rights accepted it.)"""
 
 LEGACY_PAYLOADS: Final[dict[str, tuple[type[msgspec.Struct], ...]]] = {
-    "consolidation.candidate.created": (ConsolidationCandidateCreatedV1,),
-    "consolidation.candidate.reviewed": (ConsolidationCandidateReviewedV1,),
-    "causal.edge.generated": (CausalEdgeGeneratedV1,),
+    "consolidation.candidate.created": (ConsolidationCandidateCreatedV1, ConsolidationCandidateCreatedSeed),
+    "consolidation.candidate.reviewed": (
+        ConsolidationCandidateReviewedV1,
+        ConsolidationCandidateReviewedSeed,
+    ),
+    "causal.edge.generated": (CausalEdgeGeneratedV1, CausalEdgeGeneratedSeed),
+    "inference.edge.generated": (InferenceEdgeGeneratedSeed,),
+    "outcome.explained": (OutcomeExplainedSeed,),
 }
-"""Earlier payload versions still readable from the log, newest first (see `decode_payload`)."""
+"""Earlier payload versions still readable from the log (see `decode_payload`): Eventloom's own (`V1`: read,
+never accepted again), and the design's
+(`Seed`: accepted, and read in the current shape, see `current_payload`)."""
 
 for _event_type, _schema in BUILTIN_EVENT_TYPES.items():
-    register_event_type(_event_type, _schema, legacy=LEGACY_PAYLOADS.get(_event_type, ()))
+    _legacy = LEGACY_PAYLOADS.get(_event_type, ())
+    register_event_type(_event_type, _schema, legacy=_legacy, example=BUILTIN_EXAMPLES[_event_type])
 
 __all__ = [
     "BUILTIN_EVENT_TYPES",
     "DERIVED_EVENT_TYPES",
     "LEGACY_PAYLOADS",
+    "AccessRefused",
     "CandidateType",
     "CausalEdgeGenerated",
     "CausalEdgeGeneratedV1",

@@ -1,4 +1,5 @@
-"""Payload schemas of what an agent's tools observe: hooks, commands, file edits, tool calls, turns.
+"""Payload schemas of what an agent's tools observe (hooks, commands, file edits, tool calls, turns), and the
+gateway's own audit of refused callers.
 
 These events usually come from agent hooks, some of which spell the task id `taskId`; every one that can
 belong to a task accepts both spellings (see `TaskRef`).
@@ -6,12 +7,14 @@ belong to a task accepts both spellings (see `TaskRef`).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
+from msgspec import Meta
 
 from eventloom.schemas.catalogue_common import (
     Checksum,
+    Count,
     DurationMs,
     Id,
     LineNo,
@@ -20,6 +23,7 @@ from eventloom.schemas.catalogue_common import (
     Payload,
     TaskRef,
     Text,
+    Timestamp,
     check_line_range,
 )
 
@@ -69,6 +73,21 @@ class ToolCallCompleted(TaskRef, kw_only=True):
     error: str | None = None
     statement: str | None = None
     reason: str | None = None
+
+
+class AccessRefused(Payload, kw_only=True):
+    """`access.refused`: the HTTP gateway refused callers (401, 403, 429); one event per window of refusals of
+    one (status, reason, source, principal). Never a token, a cookie, a query string or a body."""
+
+    status: Annotated[int, Meta(ge=400, le=599)]
+    reason: Name
+    source: Name
+    count: Count
+    since: Timestamp
+    window_s: DurationMs
+    requests: list[str] = msgspec.field(default_factory=list)
+    attempts: list[str] = msgspec.field(default_factory=list)
+    principal: Name | None = None
 
 
 class TranscriptTurn(Payload, kw_only=True):

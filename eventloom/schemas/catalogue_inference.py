@@ -38,6 +38,9 @@ class InferenceEdgeGenerated(Payload, kw_only=True):
     review_status: SnakeCase = "proposed"
     """`proposed` (default); `accepted` when a reviewer re-asserts the edge (only tokens with review rights
     may): reads follow accepted `same_as` edges, and only those."""
+    source_entity: SubjectRef | None = None
+    """The entity `source` names, with its type; without it the graph finds the entity by name."""
+    target_entity: SubjectRef | None = None
 
 
 class EdgeTarget(Payload, kw_only=True):

@@ -33,6 +33,7 @@ from gateway.cli import (
     rebuild_cmd,
     repair_cmd,
     schema_cmds,
+    types_cmd,
     verify_cmd,
     worker_cmds,
 )
@@ -89,6 +90,7 @@ memory_cmds.register(app)
 consolidation_cmds.register(memory_cmds.memory_app)
 causal_cmds.register(memory_cmds.causal_app)
 schema_cmds.register(app)
+types_cmd.register(app)
 mcp_cmds.register(app)
 health_cmd.register(app)
 consumer_cmd.register(app)

@@ -11,8 +11,10 @@ from typing import Any, TypeAlias, TypeVar
 
 import msgspec
 
+from eventloom.errors import EventValidationError
 from eventloom.event import Event
 from eventloom.schemas.catalogue_common import Evidence
+from eventloom.schemas.registry import current_payload, schema_for
 from readmodels.graph.model import (
     EdgeRetraction,
     EntityAssertion,
@@ -199,6 +201,20 @@ class Extraction:
         return EventProjection(event=spine, ops=tuple(self.ops))
 
 
+def read_as(event: Event, schema: type[P]) -> P:
+    """`event`'s payload as `schema`: in the current shape when `schema` is its type's current schema (so a
+    design payload reads as the current one, `current_payload`), else converted strictly. Raises
+    `msgspec.ValidationError` when it does not fit."""
+    if schema_for(event.type) is schema:
+        try:
+            current = current_payload(event)
+        except EventValidationError as exc:
+            raise msgspec.ValidationError(str(exc)) from None
+        if isinstance(current, schema):
+            return current
+    return msgspec.convert(event.payload, schema, strict=True)
+
+
 def typed(
     schema: type[P],
     build: Callable[[Extraction, P], None],
@@ -208,7 +224,7 @@ def typed(
     """An `Extractor` that decodes the payload into `schema`, then lets `build` describe the event."""
 
     def extractor(event: Event) -> EventProjection:
-        payload = msgspec.convert(event.payload, schema, strict=True)
+        payload = read_as(event, schema)
         extraction = Extraction(event, source_thread=thread(payload) if thread is not None else None)
         build(extraction, payload)
         return extraction.projection()

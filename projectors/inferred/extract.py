@@ -18,6 +18,7 @@ from eventloom.schemas.catalogue_inference import (
     InferenceEdgeGenerated,
     InferenceEdgeRetracted,
 )
+from projectors.graph.extraction import read_as
 from readmodels.inferred.model import (
     Change,
     Contradicted,
@@ -72,10 +73,10 @@ def _names(event: Event, payload: InferenceEdgeRetracted | InferenceEdgeContradi
 
 def _change(event: Event) -> Change | None:
     if event.type == "inference.edge.generated":
-        inferred = msgspec.convert(event.payload, InferenceEdgeGenerated)
+        inferred = read_as(event, InferenceEdgeGenerated)
         return _generated(event, "inferred", inferred.source, inferred.target, inferred)
     if event.type == "causal.edge.generated":
-        causal = msgspec.convert(event.payload, CausalEdgeGenerated)
+        causal = read_as(event, CausalEdgeGenerated)
         return _generated(event, "causal", causal.cause, causal.effect, causal)
     if event.type == "inference.edge.retracted":
         retracted = msgspec.convert(event.payload, InferenceEdgeRetracted)

@@ -7,7 +7,8 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from eventloom.event import citation
+from eventloom.event import Event, citation
+from projectors.graph.extraction import read_as
 
 _T = TypeVar("_T", bound=msgspec.Struct)
 _canonical = msgspec.json.Encoder(order="sorted")
@@ -21,6 +22,15 @@ def read_payload(payload: dict[str, Any], schema: type[_T]) -> _T | None:
     """
     try:
         return msgspec.convert(payload, schema, strict=True)
+    except msgspec.ValidationError:
+        return None
+
+
+def read_event(event: Event, schema: type[_T]) -> _T | None:
+    """`event`'s payload as `schema` in the current shape (a design payload read as the current one), or None
+    when it does not fit."""
+    try:
+        return read_as(event, schema)
     except msgspec.ValidationError:
         return None
 

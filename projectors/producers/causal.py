@@ -16,8 +16,9 @@ from __future__ import annotations
 from typing import Any, Final
 
 from eventloom.event import Event, citation
+from eventloom.schemas import current_fields
 from eventloom.schemas.catalogue_inference import OutcomeExplained
-from projectors.producers._common import cites_earlier, edge_id, event_evidence, read_payload
+from projectors.producers._common import cites_earlier, edge_id, event_evidence, read_event
 from projectors.producers.subjects import NAME_LIMIT, subject_of
 from projectors.protocol import CitedEvent, DerivedEvent, LogView
 
@@ -35,7 +36,7 @@ def _cited(event: Event) -> OutcomeExplained | None:
     """The explanation, when it fully cites an earlier cause event."""
     if event.type != SOURCE_TYPE:
         return None
-    explained = read_payload(event.payload, OutcomeExplained)
+    explained = read_event(event, OutcomeExplained)
     if (
         explained is None
         or explained.cause_event_seq is None
@@ -78,8 +79,8 @@ class CausalProducer:
             event_evidence(event.session, cause_seq, cause_hash),
             event_evidence(event.session, event.seq, event.hash),
         ]
-        # The explainer's own evidence, already checked against the schema by `read_payload`.
-        evidence.extend(dict(item) for item in event.payload.get("evidence", []))
+        # The explainer's own evidence, already checked against the schema by `read_event`.
+        evidence.extend(dict(item) for item in current_fields(event).get("evidence", []))
         payload: dict[str, Any] = {
             "edge_id": edge_id("causal", METHOD, event.session, cause_hash, explained.outcome, relation_type),
             "cause": explained.cause or citation(event.session, cause_seq, cause_hash),

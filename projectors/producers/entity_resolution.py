@@ -37,7 +37,7 @@ from eventloom.event import Event
 from eventloom.schemas.catalogue_inference import OutcomeExplained
 from eventloom.schemas.catalogue_memory import MemoryFactAsserted
 from eventloom.schemas.catalogue_work import DecisionMade
-from projectors.producers._common import edge_id, event_evidence, read_payload
+from projectors.producers._common import edge_id, event_evidence, read_event, read_payload
 from projectors.producers.entity_names import SIMILAR, blocking_keys, name_key, normalise, similarity
 from projectors.protocol import CitedEvent, DerivedEvent, LogView, ProducerState
 
@@ -96,7 +96,7 @@ def asserted_entities(event: Event) -> list[Asserted]:
     if event.type == "decision.made":
         payload = read_payload(event.payload, DecisionMade)
     elif event.type == "outcome.explained":
-        payload = read_payload(event.payload, OutcomeExplained)
+        payload = read_event(event, OutcomeExplained)
     return [] if payload is None else [Asserted(s.name, s.entity_type) for s in payload.about]
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from eventloom.event import Event
+from eventloom.schemas import current_fields
 
 NAME_LIMIT: Final = 512
 """`Name` in the payload schemas, and how much of a name graph extraction keeps."""
@@ -38,7 +39,7 @@ def subject_of(event: Event) -> dict[str, Any] | None:
         field, entity_type = ("task_id" if "task_id" in event.payload else "taskId"), "task"
     if not field:
         return None
-    name = event.payload.get(field)
+    name = current_fields(event).get(field)
     if not isinstance(name, str) or not name.strip():
         return None
     if entity_type == "outcome":

@@ -25,6 +25,7 @@ from eventloom.citations import CitationRule, Cited, register_citations
 from eventloom.event import Event
 from eventloom.schemas import register_event_type
 from eventloom.schemas.catalogue_common import Confidence, Name, Payload, SourceEvent, Text, Timestamp
+from gateway.packs.claims.examples import CLAIMS_EXAMPLES
 
 PREDICATE: Final = r"^[A-Z][A-Z0-9_]{0,63}$"
 Predicate: TypeAlias = Annotated[str, Meta(pattern=PREDICATE)]
@@ -127,7 +128,7 @@ def _accepted_cites(event: Event, payload: msgspec.Struct) -> list[Cited]:
 def register() -> None:
     """Entry point `eventloom.event_types`: the schemas, and what each type cites."""
     for event_type, schema in CLAIMS_EVENT_TYPES.items():
-        register_event_type(event_type, schema)
+        register_event_type(event_type, schema, example=CLAIMS_EXAMPLES[event_type])
     for event_type in CLAIM_TYPES:
         register_citations(event_type, CitationRule(_claim_cites, required=True))
     register_citations("claims.claim.accepted", CitationRule(_accepted_cites, required=True))

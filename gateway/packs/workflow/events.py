@@ -17,6 +17,7 @@ from msgspec import Meta
 
 from eventloom.schemas import register_event_type
 from eventloom.schemas.catalogue_common import Id, Name, Payload, Tag, Timestamp, Title
+from gateway.packs.workflow.examples import WORKFLOW_EXAMPLES
 
 REPOSITORY: Final = r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}"
 RepositoryKey: TypeAlias = Annotated[str, Meta(pattern=f"^{REPOSITORY}$")]
@@ -249,7 +250,7 @@ WORKFLOW_EVENT_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
 def register() -> None:
     """Entry point `eventloom.event_types`: make the pack's types known to the schema registry."""
     for event_type, schema in WORKFLOW_EVENT_TYPES.items():
-        register_event_type(event_type, schema)
+        register_event_type(event_type, schema, example=WORKFLOW_EXAMPLES[event_type])
 
 
 def repository_of(item: str) -> str:

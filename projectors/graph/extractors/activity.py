@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from eventloom.schemas.catalogue import (
+    AccessRefused,
     CommandCompleted,
     FileEditApplied,
     HookCheckpoint,
@@ -56,6 +57,11 @@ def tool_call_completed(x: Extraction, p: ToolCallCompleted) -> None:
     x.summary = f"tool {p.tool} {outcome}"
 
 
+def access_refused(x: Extraction, p: AccessRefused) -> None:
+    """The gateway's audit of refused callers: on the spine only (the audit session is nobody's memory)."""
+    x.summary = f"refused {p.count} x {p.status} {p.reason} from {p.source}"
+
+
 def transcript_turn(x: Extraction, p: TranscriptTurn) -> None:
     if p.speaker:
         x.entity(p.speaker, "person")
@@ -67,5 +73,6 @@ EXTRACTORS: Final[dict[str, Extractor]] = {
     "command.completed": typed(CommandCompleted, command_completed),
     "file.edit.applied": typed(FileEditApplied, file_edit_applied),
     "tool.call.completed": typed(ToolCallCompleted, tool_call_completed),
+    "access.refused": typed(AccessRefused, access_refused),
     "transcript.turn": typed(TranscriptTurn, transcript_turn),
 }

@@ -32,7 +32,7 @@ from eventloom.schemas.catalogue import (
     ConsolidationPromotionRetracted,
     SourceEvent,
 )
-from eventloom.schemas.registry import decode_payload
+from eventloom.schemas.registry import current_payload
 from projectors.graph.extraction import Extraction, Extractor, compact, typed
 from readmodels.graph.model import EntityRef, EventProjection
 
@@ -48,7 +48,7 @@ def _sources(items: list[SourceEvent]) -> list[dict[str, Any]]:
 
 def _decoded(event: Event) -> msgspec.Struct:
     try:
-        return decode_payload(event.type, event.payload)
+        return current_payload(event)
     except EventValidationError as exc:  # the registry then projects the generic entity, with the reason
         raise msgspec.ValidationError(str(exc)) from None
 

@@ -33,10 +33,15 @@ def _edge_name(edge_id: str | None, source: str | None, relation_type: str | Non
     return edge_id if edge_id is not None else f"{source} -{relation_type}-> {target}"
 
 
+def _named(subject: SubjectRef | None, name: str) -> EntityRef:
+    """An inferred edge's end: the typed entity when the payload names it, else found by name alone."""
+    return EntityRef(name) if subject is None else EntityRef(subject.name, subject.entity_type)
+
+
 def edge_generated(x: Extraction, p: InferenceEdgeGenerated) -> None:
     x.relation(
-        EntityRef(p.source),
-        EntityRef(p.target),
+        _named(p.source_entity, p.source),
+        _named(p.target_entity, p.target),
         p.relation_type,
         evidence=p.evidence,
         inferred=True,
