@@ -27,6 +27,7 @@ DEFAULT_TOOLS = {
     "memory_record_turn",
     "memory_handoff",
     "memory_verify",
+    "memory_event_types",
 }
 REVIEW_TOOLS = {"memory_consolidation_candidate", "memory_consolidation_review", "memory_inferred_status"}
 ADMIN_TOOLS = {"memory_replay", "memory_graph_query"}

@@ -43,6 +43,17 @@ async def test_an_agent_reads_its_own_writes_finds_a_causal_chain_and_verifies(t
             called.append(name)
             return await raw(name, arguments)
 
+        types = await call("memory_event_types", {})
+        assert "decision.made" in types["common"] and "x." in types["open_types"]
+        assert {"decision.made", "outcome.explained"} <= {t["name"] for t in types["types"]}
+        described = await call("memory_event_types", {"type": "decision.made"})
+        assert "title" in described["payload_schema"]["required"] and described["example"]["title"]
+        misspelt = await failure(raw, "memory_event_types", {"type": "decison.made"})
+        assert misspelt.code == "invalid_input" and "did you mean decision.made" in misspelt.error["message"]
+        invented = await failure(
+            raw, "memory_append", {"session": SESSION, "type": "task.created", "payload": {"title": "x"}}
+        )
+        assert invented.code == "invalid_input" and invented.error["message"].startswith("type:")
         decision = await call(
             "memory_append",
             {

@@ -48,6 +48,7 @@ from gateway.mcp.tools_consolidation import REVIEW_TOOLS, register_consolidation
 from gateway.mcp.tools_context import register_context_tools
 from gateway.mcp.tools_log import ADMIN_TOOLS, register_log_tools
 from gateway.mcp.tools_memory import register_memory_tools
+from gateway.mcp.tools_types import register_type_tools
 from gateway.mcp.toolsets import (
     DEFAULT_TOOLSET,
     ToolAccess,
@@ -263,6 +264,7 @@ def register_builtin_tools(server: MCPServer, backend: Backend) -> None:
     """The built-in tools, in their toolsets: `default` for an agent's memory work, `review` for derived
     memory, `admin` for the raw log and graph."""
     register_memory_tools(server, backend)
+    register_type_tools(server, backend)
     register_causal_tools(server, backend)
     register_context_tools(server, backend)
     register_log_tools(server, backend)

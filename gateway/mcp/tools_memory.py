@@ -11,6 +11,7 @@ from pydantic import Field
 from eventloom.event import utc_timestamp
 from eventloom.position import Appended
 from eventloom.request import AppendRequest
+from eventloom.schemas import COMMON_EVENT_TYPES
 from gateway.access.backend import Backend
 from gateway.mcp.arguments import (
     MAX_PAYLOAD_BYTES,
@@ -43,18 +44,14 @@ SearchAnswer = Literal["prompt", "checkout", "hits"]
 APPEND = """Record one thing that happened as a typed, signed event in a session's log; returns its \
 citation and `position` (pass it as `after` to a read that must see it).
 
-Use for goals, tasks, decisions, observations, facts and outcomes. Common types: {types}. \
-memory_event_types lists every type with its payload schema and an example; an unknown type is refused \
-with the closest known ones suggested.
+Use for goals, tasks, decisions, findings, facts and outcomes. Common types: {types}. \
+memory_event_types gives each type's payload schema and an example; an unknown type is refused with the \
+closest known ones suggested (a type starting with `x.` is yours, stored without a schema).
 
 Example: {{"session": "checkout-perf", "type": "decision.made", "payload": {{"decision_id": "d-redis", \
 "title": "Cache prices in Redis", "rationale": "70% of latency"}}, "idempotency_key": "d-redis-1"}}.
 
 Not for conversation turns (memory_record_turn) or closing a fact (memory_invalidate)."""
-COMMON_TYPES_TEXT = (
-    "goal.created, task.proposed, task.completed, decision.made, memory.fact.asserted, "
-    "command.completed, outcome.explained, user.preference_changed, document.indexed"
-)
 INVALIDATE = """Say that an entity or a relation stopped holding (from invalid_at, default now). \
 Nothing is deleted: as_of reads before that time still see it.
 
@@ -97,7 +94,7 @@ def appended(stored: Appended) -> dict[str, Any]:
 
 
 def register_memory_tools(server: MCPServer, backend: Backend) -> None:
-    @server.tool(description=APPEND.format(types=COMMON_TYPES_TEXT))
+    @server.tool(description=APPEND.format(types=", ".join(COMMON_EVENT_TYPES)))
     async def memory_append(
         session: Session,
         type: Annotated[str, Field(min_length=3, max_length=128, description="The event type.")],
