@@ -93,6 +93,12 @@ def appended(stored: Appended) -> dict[str, Any]:
     }
 
 
+async def append_one(backend: Backend, request: AppendRequest) -> dict[str, Any]:
+    """Append `request`; the answer says where it went (`position`: what a read takes as `after`)."""
+    (stored,) = await backend.log.append_positioned([request])
+    return appended(stored)
+
+
 def register_memory_tools(server: MCPServer, backend: Backend) -> None:
     @server.tool(description=APPEND.format(types=", ".join(COMMON_EVENT_TYPES)))
     async def memory_append(
@@ -134,8 +140,7 @@ def register_memory_tools(server: MCPServer, backend: Backend) -> None:
             expected_seq=expected_seq,
             principal=caller.recorded_principal,
         )
-        (stored,) = await backend.log.append_positioned([request])
-        return appended(stored)
+        return await append_one(backend, request)
 
     @server.tool(description=INVALIDATE)
     async def memory_invalidate(
@@ -155,15 +160,14 @@ def register_memory_tools(server: MCPServer, backend: Backend) -> None:
         if reason:
             payload["reason"] = reason
         caller = current_caller()
-        request = AppendRequest(
+        invalidated = AppendRequest(
             session=session,
             type="memory.invalidated",
             actor=caller.actor,
             payload=payload,
             principal=caller.recorded_principal,
         )
-        (stored,) = await backend.log.append_positioned([request])
-        return appended(stored)
+        return await append_one(backend, invalidated)
 
     @server.tool(description=SEARCH)
     async def memory_search(
