@@ -23,7 +23,6 @@ if TYPE_CHECKING:  # the MCP SDK and the node are imported when a command runs (
     from gateway.mcp.http import HttpGateway
 
 DEFAULT_LISTEN = "127.0.0.1:8787"
-MEMORY_MODELS = ("graph", "keyword", "vector", "inferred")
 gateway_app = typer.Typer(help="The MCP gateway as a role of its own.", no_args_is_help=True)
 query_app = typer.Typer(help="The query role on its own.", no_args_is_help=True)
 tokens_app = typer.Typer(
@@ -117,8 +116,9 @@ async def _serve_http(settings: Settings, host: str, port: int) -> None:
 
 @query_app.command(
     "serve",
-    help="Run the memory read models (graph, keyword, vector and inferred projectors, as enabled) and "
-    "answer memory queries and read-only Cypher over NATS, without the rest of the node.",
+    help="Run the read models (every projector EVENTLOOM_PROJECTORS enables: graph, keyword, vector, "
+    "inferred and the packs') and answer their questions, memory queries and read-only Cypher over NATS, "
+    "without the rest of the node (the ledger mirror, the producers).",
 )
 def query_serve(ctx: typer.Context) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -130,11 +130,13 @@ async def _serve_queries(settings: Settings) -> None:
     from gateway.heartbeats import roles_heartbeat  # noqa: PLC0415
     from gateway.node import worker_roles  # noqa: PLC0415
     from gateway.supervisor import RoleSupervisor  # noqa: PLC0415
+    from gateway.workers import enabled_projectors  # noqa: PLC0415
 
     stop = _stop_on_signals()
     async with await EventLog.open(settings) as log:
         supervisor = RoleSupervisor()
-        roles = worker_roles(log, stop, only=MEMORY_MODELS, supervisor=supervisor)
+        # the packs' projectors too: their questions are answered where their read models live
+        roles = worker_roles(log, stop, only=tuple(enabled_projectors(settings)), supervisor=supervisor)
         if "query" not in roles:
             raise EventloomError(
                 "no memory read model is enabled: "
