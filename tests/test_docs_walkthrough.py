@@ -32,6 +32,7 @@ from tests.test_plugins_doc import myplugin, plugin_source  # noqa: F401 (the ex
 
 pytestmark = pytest.mark.slow
 BLOCK = re.compile(r"^```bash\n(?P<body>.*?)^```$", re.M | re.S)
+PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 HASH_PLACEHOLDER = re.compile(r"<hash of event (\d+)>")
 DOC_PORT = "127.0.0.1:8787"
 BACKGROUND = (
@@ -214,3 +215,16 @@ def test_plugins_doc_run_it_alone_then_in_the_node(walk: Walk) -> None:
     ):
         for command in commands("docs/plugins.md", block):
             walk.run(command)
+
+
+def test_readme_python_block_runs_as_a_script(walk: Walk) -> None:
+    """The README's Python, saved to a file and run as typed, against the node `eventloom up` starts: it
+    prints the append's citation and a prompt that already holds that append (read with `after`)."""
+    (block,) = [b for b in PYTHON_BLOCK.findall((REPO / "README.md").read_text()) if "EventLog.open" in b]
+    script = walk.home / "readme_example.py"
+    script.write_text(block)
+    walk.run("eventloom up --detach")
+    printed = walk.run(f"python {script}")
+    citation, prompt = printed.split("\n", 1)
+    assert citation.startswith("eventloom://s1/events/1#")
+    assert "Write the release notes" in prompt and citation in prompt  # the task just appended, cited
