@@ -163,9 +163,8 @@ def walk(tmp_path: Path) -> Iterator[Walk]:
 def test_readme_using_it(walk: Walk) -> None:
     """Every command of the README's walk succeeds; the causal line finds the edge the producer proposed."""
     for command in commands("README.md", "eventloom up --detach  "):
-        expect = (
-            "Use JetStream" if "memory causal" in command else None
-        )  # the cause, found by a part of the name
+        # the cause, found by a part of the name; the decision, as of the time the command runs
+        expect = "Use JetStream" if "memory causal" in command or "--as-of" in command else None
         walk.run(command, expect=expect)
     assert walk.ran.count("eventloom append") == 4
     assert "eventloom down" in walk.ran
@@ -228,3 +227,12 @@ def test_readme_python_block_runs_as_a_script(walk: Walk) -> None:
     citation, prompt = printed.split("\n", 1)
     assert citation.startswith("eventloom://s1/events/1#")
     assert "Write the release notes" in prompt and citation in prompt  # the task just appended, cited
+
+
+def test_claims_doc_command_line_runs_as_typed(walk: Walk) -> None:
+    """docs/claims.md's command-line block, on a fresh node: every session it cites, it creates first."""
+    walk.run("eventloom up --detach")
+    for command in commands("docs/claims.md", "eventloom claims resolve"):
+        expect = "1 open contradiction" if "claims contradictions" in command else None
+        walk.run(command, expect=expect)
+    assert walk.ran.count("eventloom claims") >= 10
