@@ -323,7 +323,14 @@ def test_the_demo_prints_the_checkout_citations_verbatim(capsys: pytest.CaptureF
         citations={"decision": "eventloom://work/events/3#abc"},
         events={"fact": {"ts": "2026-11-25T00:00:00.000000Z"}},
         answers={
-            "handoff": {"summary": {"events": 3}, "integrity": {"ok": True}, "replay": []},
+            "handoff": {
+                "summary": {"events": 3},
+                "integrity": {"ok": True},
+                "replay": [
+                    {"type": "goal.created", "digest": "Checkout p95 under 200 ms"},
+                    {"type": "x.note.added", "digest": "x.note.added"},  # it says nothing more
+                ],
+            },
             "checkout": {"prompt": prompt, "answerability": {"answer_from_memory": True}},
             "as_of": {"hits": [{"entity": "cache", "summary": "TTL [5] minutes", "citations": []}]},
             "inferred": {
@@ -343,3 +350,5 @@ def test_the_demo_prints_the_checkout_citations_verbatim(capsys: pytest.CaptureF
     printed = capsys.readouterr().err
     for kept in ("[1]", "[n]", "[bold]x[/bold]", "TTL [5] minutes"):
         assert kept in printed, kept
+    assert "goal.created (Checkout p95 under 200 ms); x.note.added" in " ".join(printed.split())
+    assert "x.note.added (x.note.added)" not in printed

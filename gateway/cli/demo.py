@@ -41,6 +41,12 @@ def demo(
         raise typer.Exit(EXIT_FAILED)
 
 
+def _replayed(line: dict[str, Any]) -> str:
+    """A replayed event as `type (what it says)`; the type alone when it says nothing more."""
+    digest = line["digest"]
+    return line["type"] if digest == line["type"] else f"{line['type']} ({digest})"
+
+
 def _start_fresh(settings: Settings) -> None:
     """Empty the data dir for a new demo, but only when what it holds is a demo's: anything else is
     someone's memory."""
@@ -96,7 +102,7 @@ def _show(told: Told) -> None:
     console.print(
         f"[bold]4. handoff bundle[/] for bob: {handoff['summary']['events']} events, "
         f"integrity ok={handoff['integrity']['ok']}, last: "
-        + escape("; ".join(f"{line['type']} ({line['digest']})" for line in handoff["replay"][-3:]))
+        + escape("; ".join(_replayed(line) for line in handoff["replay"][-3:]))
     )
     checkout = told.answers["checkout"]
     prompt = Text(checkout["prompt"])  # plain text: its "[n]" citations are not markup
