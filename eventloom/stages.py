@@ -74,3 +74,8 @@ class StageTimes:
         if events <= 0:
             return {}
         return {stage: round(items / events, 3) for stage, items in sorted(self.items.items())}
+
+    def __str__(self) -> str:
+        """`fetch 0.12s (3 calls), apply 0.50s (3 calls)`: the stages, most time first."""
+        ordered = sorted(self.seconds.items(), key=lambda item: -item[1])
+        return ", ".join(f"{stage} {seconds:.2f}s ({self.calls[stage]} calls)" for stage, seconds in ordered)

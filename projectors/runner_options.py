@@ -45,6 +45,17 @@ class RunnerStats:
     started_at: float = field(default_factory=time.monotonic)
     stages: StageTimes = field(default_factory=StageTimes)
 
+    def summary(self) -> str:
+        """What the worker did, in how long, and where its time went: one line for a person."""
+        ran_s = time.monotonic() - self.started_at
+        line = (
+            f"{self.applied} applied, {self.skipped} skipped, {self.dead_lettered} dead-lettered "
+            f"({self.refused} refused as unverified), {self.retried} retried, {self.fenced} fenced; "
+            f"{self.batches} batch(es) in {ran_s:.1f}s, {self.paused_s:.1f}s paused"
+        )
+        stages = str(self.stages)
+        return f"{line}; time by stage: {stages}" if stages else line
+
 
 TroubleListener = Callable[[str | None, float | None], Awaitable[None]]
 """Hears why a worker cannot go on (and when it tries again), and `None` once it can."""

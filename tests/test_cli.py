@@ -14,6 +14,7 @@ import pytest
 from eventloom.event import os_principal
 from eventloom.runtime import read_runtime
 from eventloom.settings import Settings
+from gateway.cli.common import piped_width
 from gateway.cli.demo import _show as show_demo
 from gateway.cli.demo_story import Told
 from gateway.node_process import NodeProcess
@@ -314,11 +315,13 @@ def test_verify_says_how_many_sessions_are_broken(tmp_path: Path) -> None:
         "verify", "--ledger-only", str(ledger), "--keyring", str(fixtures / "keyring.json"),
     )  # fmt: skip
     assert result.returncode == 1
-    assert "verification failed: 1 of 2 session(s) broken" in " ".join(result.stderr.split())
+    assert "verification failed: 1 of 2 session(s) broken" in " ".join(result.stdout.split())
 
 
 def test_the_demo_prints_the_checkout_citations_verbatim(capsys: pytest.CaptureFixture[str]) -> None:
-    prompt = "Cite them as [1]; each [n] is an event.\n[1] eventloom://work/events/3#abc [bold]x[/bold]"
+    long_line = "a fact " * 50 + "end-of-the-long-line"
+    cited = "[1] eventloom://work/events/3#abc [bold]x[/bold]"
+    prompt = f"Cite them as [1]; each [n] is an event.\n{cited}\n{long_line}"
     told = Told(
         citations={"decision": "eventloom://work/events/3#abc"},
         events={"fact": {"ts": "2026-11-25T00:00:00.000000Z"}},
@@ -352,3 +355,6 @@ def test_the_demo_prints_the_checkout_citations_verbatim(capsys: pytest.CaptureF
         assert kept in printed, kept
     assert "goal.created (Checkout p95 under 200 ms); x.note.added" in " ".join(printed.split())
     assert "x.note.added (x.note.added)" not in printed
+    assert "end-of-the-long-line" in printed  # piped, the panel is a sane width and wraps, cutting nothing
+    panel = [line for line in printed.splitlines() if line[:1] in ("╭", "│", "╰")]
+    assert len(panel) > 4 and max(len(line) for line in panel) <= piped_width(), panel

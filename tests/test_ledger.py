@@ -275,7 +275,7 @@ async def test_ledger_only_verify_needs_no_node(log: EventLog, settings: Setting
         run_cli, offline, "verify", "--ledger-only", str(settings.ledger_dir), "--keyring", str(exported)
     )
     assert result.returncode == 0, result.stderr
-    assert "verified: 2 session(s)" in result.stderr
+    assert "verified: 2 session(s)" in result.stdout
 
 
 async def test_mirror_picks_up_a_key_trusted_after_it_started(log: EventLog, settings: Settings) -> None:

@@ -39,7 +39,7 @@ async def test_status_shows_lag_in_events_and_seconds(log: EventLog, settings: S
     assert by_name["projector-caught-up"]["lag_s"] == 0
 
     shown = await asyncio.to_thread(run_cli, settings, "status")
-    table = shown.stdout + shown.stderr
+    table = shown.stdout  # the report is on stdout
     row = next(line for line in table.splitlines() if "projector-lagging" in line)
     cells = [cell.strip() for cell in row.split("│")[1:-1]]
     assert cells[:2] == ["projector-lagging", "3"] and float(cells[2]) >= 1.0  # consumer, lag, lag s

@@ -94,7 +94,7 @@ async def test_a_lost_tail_is_reported_then_restored_with_its_original_bytes(
     verified = await full_verify(log)
     assert verified.ok, verified
     again = run_cli(settings, "repair")
-    assert again.returncode == 0 and "ledger and stream agree" in again.stderr, again.stderr
+    assert again.returncode == 0 and "ledger and stream agree" in again.stdout, again.stderr
 
 
 async def test_a_content_disagreement_and_a_hole_are_refused_with_nothing_published(log: EventLog) -> None:

@@ -63,7 +63,7 @@ def test_a_failing_role_shows_in_status_health_projector_status_and_healthz(
     assert "projector:graph" in node["failing"] and "ledger-mirror" not in node["failing"]
     assert "unavailable" in node["failing"]["projector:graph"]["last_error"]
     text = run_cli(settings, "status")
-    assert "projector:graph (failing)" in text.stderr and "role projector:graph failing" in text.stderr
+    assert "projector:graph (failing)" in text.stdout and "role projector:graph failing" in text.stdout
 
     for role in ("node", "query"):
         health = run_cli(settings, "health", role, "--json")
@@ -72,12 +72,12 @@ def test_a_failing_role_shows_in_status_health_projector_status_and_healthz(
         assert report["ok"] is False and "projector:graph" in report["failing"], report
         assert report["failing"]["projector:graph"]["last_error"]
     plain = run_cli(settings, "health", "query")
-    assert plain.returncode == 1 and "role projector:graph failing" in plain.stderr
-    assert "next try in" in plain.stderr
+    assert plain.returncode == 1 and "role projector:graph failing" in plain.stdout
+    assert "next try in" in plain.stdout
 
     listed = run_cli(settings, "projector", "status")
     assert listed.returncode == 0, listed.stderr
-    assert "role projector:graph failing" in listed.stderr
+    assert "role projector:graph failing" in listed.stdout
     rows = json.loads(run_cli(settings, "projector", "status", "--json").stdout)
     graph_row = next((row for row in rows if row["consumer"] == "projector-graph"), None)
     if graph_row is not None:  # the consumer exists once the store opened at least once

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from pathlib import Path
@@ -13,6 +14,8 @@ import typer
 from nats.aio.client import Client
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
+from rich.table import Column, Table
 
 from eventloom.bus.connection import connect, credentials_of
 from eventloom.bus.stream import StreamLayout, describe_stream
@@ -27,18 +30,28 @@ from eventloom.runtime import RoleState, resolve_nats_url
 from eventloom.settings import Settings
 
 T = TypeVar("T")
-PIPED_WIDTH = 1000
-"""Lines and tables are never cut or wrapped for a pipe or a file (a script reads them whole)."""
+PIPED_WIDTH = 120
+"""Panels and prose laid out for a pipe or a file are this wide (or $COLUMNS); plain lines are never cut,
+and a report's table is as wide as its rows (`print_table`)."""
+_WIDEST_TABLE = 1000
 
 
-def _console() -> Console:
-    on_terminal = Console(stderr=True)
+def _console(*, stderr: bool) -> Console:
+    on_terminal = Console(stderr=stderr)
     if on_terminal.is_terminal:
-        return Console(stderr=True, soft_wrap=True)
-    return Console(stderr=True, soft_wrap=True, width=PIPED_WIDTH)
+        return Console(stderr=stderr, soft_wrap=True)
+    return Console(stderr=stderr, soft_wrap=True, width=piped_width())
 
 
-console = _console()
+def piped_width() -> int:
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else PIPED_WIDTH
+
+
+console = _console(stderr=True)
+"""Errors, warnings, progress and what a command did: stderr."""
+out = _console(stderr=False)
+"""The readable answer of a command that reports (status, verify, health, the lists): stdout."""
 EXIT_INVALID = 2
 EXIT_NO_NODE = 3
 EXIT_FAILED = 1
@@ -86,12 +99,32 @@ def print_json(value: object) -> None:
     sys.stdout.flush()
 
 
+def report_table(*headers: str) -> Table:
+    """A table for a report: a cell too wide for the line folds onto the next, never cut with an ellipsis."""
+    return Table(*(Column(header, overflow="fold") for header in headers))
+
+
+def print_table(table: Table) -> None:
+    """A report's table on stdout. On a terminal it fits the window; piped, each row stays on one line (a
+    script or grep reads it whole), however wide that makes the table."""
+    if out.is_terminal:
+        out.print(table)
+        return
+    piped = out.width
+    natural = Measurement.get(out, out.options.update(max_width=_WIDEST_TABLE), table).maximum
+    out.width = max(piped, natural)
+    try:
+        out.print(table)
+    finally:
+        out.width = piped
+
+
 def print_failing(failing: Mapping[str, RoleState]) -> None:
-    """A red line per failing role: its restarts, when it tries again, its last error."""
+    """A red line per failing role in a report: its restarts, when it tries again, its last error."""
     for name, state in failing.items():
         when = f", next try in {state.retry_in_s:g}s" if state.retry_in_s is not None else ""
         line = f"({state.restarts} restart(s){when}): {state.last_error}"
-        console.print(f"[red]role {escape(name)} failing[/] {escape(line)}", highlight=False)
+        out.print(f"[red]role {escape(name)} failing[/] {escape(line)}", highlight=False)
 
 
 async def on_stream(settings: Settings, name: str, work: Callable[[Client, StreamLayout], Awaitable[T]]) -> T:

@@ -9,7 +9,6 @@ import nats.js.errors
 import typer
 from nats.aio.client import Client
 from rich.markup import escape
-from rich.table import Table
 
 from eventloom.bus.stream import StreamLayout, jetstream_api
 from eventloom.runtime import read_runtime
@@ -20,6 +19,8 @@ from gateway.cli.common import (
     fail,
     on_stream,
     print_json,
+    print_table,
+    report_table,
     run,
     settings_of,
 )
@@ -46,10 +47,10 @@ def consumer_list(
     if as_json:
         print_json(rows)
         return
-    table = Table("consumer", "pending", "acknowledged up to", "node role")
+    table = report_table("consumer", "pending", "acknowledged up to", "node role")
     for row in rows:
         table.add_row(row["name"], str(row["pending"]), str(row["ack_floor"]), row["node_role"] or "-")
-    console.print(table)
+    print_table(table)
 
 
 async def _listed(client: Client, layout: StreamLayout) -> list[dict[str, Any]]:

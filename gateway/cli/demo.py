@@ -106,7 +106,8 @@ def _show(told: Told) -> None:
     )
     checkout = told.answers["checkout"]
     prompt = Text(checkout["prompt"])  # plain text: its "[n]" citations are not markup
-    console.print(Panel(prompt, title="5. Memory Checkout (memory_search, prompt text)", expand=False))
+    panel = Panel(prompt, title="5. Memory Checkout (memory_search, prompt text)", expand=False)
+    console.print(panel, soft_wrap=False)  # its long lines wrap inside the panel, none is cut
     console.print(f"   answerability: {escape(str(checkout['answerability']))}")
     _show_as_of(told)
     _show_edges(told)

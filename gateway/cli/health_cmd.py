@@ -15,13 +15,14 @@ from rich.markup import escape
 
 from eventloom.bus.connection import connect, credentials_of
 from eventloom.bus.stream import describe_stream
-from eventloom.runtime import RoleState, read_runtime, resolve_nats_url
+from eventloom.runtime import RoleState, RuntimeInfo, read_runtime, resolve_nats_url
 from eventloom.settings import Settings
-from gateway.cli.common import EXIT_FAILED, console, print_failing, print_json, run, settings_of
+from gateway.cli.common import EXIT_FAILED, out, print_failing, print_json, run, settings_of
 
 health_app = typer.Typer(help="Is a role up? Exit 0 when it answers, 1 when not.", no_args_is_help=True)
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON")]
 _TIMEOUT_S = 5.0
+DEFAULT_GATEWAY_HEALTH = "http://127.0.0.1:8787/healthz"
 
 
 def register(app: typer.Typer) -> None:
@@ -34,7 +35,7 @@ def _report(ok: bool, detail: dict[str, Any], as_json: bool) -> None:
         print_json({"ok": ok, **detail, "failing": failing})
         return _exit_unless(ok)
     verdict = "[green]healthy[/] " if ok else "[red]unhealthy[/] "
-    console.print(verdict + escape(str(detail)), highlight=False)
+    out.print(verdict + escape(str(detail)), highlight=False)
     print_failing(failing)
     _exit_unless(ok)
 
@@ -124,15 +125,19 @@ async def _ask_query(settings: Settings) -> dict[str, Any]:
     return await _asked(settings, answered)
 
 
-@health_app.command("gateway", help="The HTTP gateway answers GET /healthz.")
+@health_app.command(
+    "gateway",
+    help="The HTTP gateway answers GET /healthz: by default the one the node on this data dir serves "
+    f"(recorded in runtime.json), else {DEFAULT_GATEWAY_HEALTH}.",
+)
 def gateway(
-    url: Annotated[
-        str, typer.Option("--url", help="The gateway's health URL")
-    ] = "http://127.0.0.1:8787/healthz",
+    ctx: typer.Context,
+    url: Annotated[str | None, typer.Option("--url", help="The gateway's health URL")] = None,
     as_json: JsonOption = False,
 ) -> None:
     import httpx2  # noqa: PLC0415 (imported when the command runs)
 
+    url = url or gateway_health_url(read_runtime(settings_of(ctx).runtime_file))
     try:
         response = httpx2.get(url, timeout=_TIMEOUT_S)
         ok = response.status_code == 200 and bool(response.json().get("ok"))
@@ -140,3 +145,10 @@ def gateway(
     except (httpx2.HTTPError, ValueError) as exc:
         ok, detail = False, {"reason": f"{url}: {exc}"}
     _report(ok, detail, as_json)
+
+
+def gateway_health_url(node: RuntimeInfo | None) -> str:
+    """The health URL of the gateway the running node serves (`up --http`), else the default one."""
+    if node is None or not node.http_url:
+        return DEFAULT_GATEWAY_HEALTH
+    return node.http_url.removesuffix("/mcp").rstrip("/") + "/healthz"

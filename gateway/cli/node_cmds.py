@@ -12,7 +12,6 @@ from typing import Annotated, Any
 import msgspec
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from eventloom.bus.connection import connect, credentials_of
 from eventloom.bus.stream import StreamLayout, describe_stream, jetstream_api
@@ -26,8 +25,11 @@ from gateway.cli.common import (
     EXIT_INVALID,
     console,
     fail,
+    out,
     print_failing,
     print_json,
+    print_table,
+    report_table,
     run,
     settings_of,
 )
@@ -185,14 +187,14 @@ def status(
         return
     stream = report["stream"]
     node = report["node"]
-    console.print(
+    out.print(
         f"node: {_node_line(node)}  nats: {report['nats_url']}\n"
         f"stream {stream['name']}: {stream['messages']} events, {stream['bytes']} bytes, "
         f"{stream['partitions']} partitions, last seq {stream['last_seq']}; "
         f"dead letters: {report['dead_letters']} (refused as unverified: {report['refused']})\n"
         f"{_replicas_line(stream)}"
     )
-    table = Table("consumer", "lag", "lag s", "pending", "ack pending", "delivered", "refused")
+    table = report_table("consumer", "lag", "lag s", "pending", "ack pending", "delivered", "refused")
     for consumer in report["consumers"]:
         lag_s = consumer["lag_s"]
         table.add_row(
@@ -204,11 +206,11 @@ def status(
             str(consumer["delivered"]),
             str(consumer["refused"]),
         )
-    console.print(table)
+    print_table(table)
     print_failing(msgspec.convert((node or {}).get("failing", {}), dict[str, RoleState]))
-    console.print(f"ledger: {len(report['ledger'])} sessions in {settings.ledger_dir}")
+    out.print(f"ledger: {len(report['ledger'])} sessions in {settings.ledger_dir}")
     for incident in report["ledger_incidents"]:
-        console.print(f"[red]ledger incident[/] {escape(incident)}", highlight=False)
+        out.print(f"[red]ledger incident[/] {escape(incident)}", highlight=False)
 
 
 async def _status(settings: Settings) -> dict[str, Any]:

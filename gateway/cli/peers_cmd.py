@@ -6,13 +6,12 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from eventloom.bus.connection import connect, credentials_of
 from eventloom.bus.peers import PeerStatus, read_peers
 from eventloom.runtime import resolve_nats_url
 from eventloom.settings import Settings
-from gateway.cli.common import console, print_json, run, settings_of
+from gateway.cli.common import out, print_json, print_table, report_table, run, settings_of
 
 PEERS_HELP = (
     "Every Eventloom process on the bus (node, workers, query service, MCP gateways), from its last "
@@ -37,7 +36,7 @@ def peers(
     if as_json:
         print_json([peer.flat() for peer in found])
         return
-    table = Table("id", "role", "status", "age s", "seq", "capabilities", "lag", "urls")
+    table = report_table("id", "role", "status", "age s", "seq", "capabilities", "lag", "urls")
     for peer in found:
         beat = peer.heartbeat
         lag = "-" if beat.lag is None else ", ".join(f"{c} {n}" for c, n in sorted(beat.lag.items())) or "0"
@@ -51,9 +50,9 @@ def peers(
             escape(lag),
             escape(", ".join(beat.urls)),
         )
-    console.print(table)
+    print_table(table)
     if not found:
-        console.print("no peers: no Eventloom process has published a heartbeat lately")
+        out.print("no peers: no Eventloom process has published a heartbeat lately")
 
 
 async def _peers(settings: Settings) -> list[PeerStatus]:

@@ -13,7 +13,7 @@ from eventloom.event import os_principal
 from eventloom.keys import Keyring
 from eventloom.quarantine import Quarantined, clear_quarantined, cleared_digests
 from eventloom.settings import Settings
-from gateway.cli.common import EXIT_INVALID, console, fail, on_stream, print_json, run, settings_of
+from gateway.cli.common import EXIT_INVALID, console, fail, on_stream, out, print_json, run, settings_of
 from gateway.cli.verify_cmd import load_keyring
 
 quarantine_app = typer.Typer(
@@ -46,7 +46,7 @@ def quarantine_list(
         print_json(found)
         return
     _print(found)
-    console.print(f"{len(found)} quarantined message(s)")
+    out.print(f"{len(found)} quarantined message(s)")
 
 
 @quarantine_app.command(

@@ -16,7 +16,7 @@ from eventloom.bus.stream import StreamLayout, describe_stream, ensure_stream, j
 from eventloom.keys import Keyring
 from eventloom.runtime import resolve_nats_url
 from eventloom.settings import Settings
-from gateway.cli.common import EXIT_FAILED, console, print_json, run, settings_of
+from gateway.cli.common import EXIT_FAILED, console, out, print_json, run, settings_of
 from gateway.cli.verify_cmd import load_keyring
 
 if TYPE_CHECKING:  # the repair is imported when the command runs (`eventloom --help` stays fast)
@@ -118,15 +118,15 @@ def _progress(visible: bool) -> Progress:
     )
 
 
-def _print(report: RepairReport) -> None:
-    for item in report.sessions:
+def _print(outcome: RepairReport) -> None:
+    for item in outcome.sessions:
         _print_session(item)
-    counts = {status: sum(1 for s in report.sessions if s.status == status) for status in _COLOURS}
+    counts = {status: sum(1 for s in outcome.sessions if s.status == status) for status in _COLOURS}
     summary = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
-    verdict = "[green]ledger and stream agree[/]" if report.ok else "[red]not repaired[/]"
-    if not report.ok and not report.applied and not counts["refused"]:
+    verdict = "[green]ledger and stream agree[/]" if outcome.ok else "[red]not repaired[/]"
+    if not outcome.ok and not outcome.applied and not counts["refused"]:
         verdict = "[yellow]repairable[/]: run `eventloom repair --apply`"
-    console.print(f"{verdict} ({summary or 'no sessions'})", highlight=False)
+    out.print(f"{verdict} ({summary or 'no sessions'})", highlight=False)
 
 
 _COLOURS = {"ok": "green", "repairable": "yellow", "repaired": "green", "refused": "red"}
@@ -135,13 +135,13 @@ _COLOURS = {"ok": "green", "repairable": "yellow", "repaired": "green", "refused
 def _print_session(item: SessionRepair) -> None:
     colour = _COLOURS[item.status]
     counts = f"ledger to seq {item.ledger_seq}, stream to seq {item.stream_seq}"
-    console.print(f"[{colour}]{item.status:<10}[/] {escape(item.session)}  ({counts})", highlight=False)
+    out.print(f"[{colour}]{item.status:<10}[/] {escape(item.session)}  ({counts})", highlight=False)
     if item.missing_from is not None and item.status in ("repairable", "repaired"):
         done = f", {item.republished} re-published" if item.status == "repaired" else ""
-        console.print(
+        out.print(
             f"           stream lacks seq {item.missing_from}..{item.missing_to}{done}", highlight=False
         )
     if item.reason:
-        console.print(escape(f"           {item.reason}"), highlight=False)
+        out.print(escape(f"           {item.reason}"), highlight=False)
     if item.advice:
-        console.print(escape(f"           what to do: {item.advice}"), highlight=False)
+        out.print(escape(f"           what to do: {item.advice}"), highlight=False)

@@ -18,9 +18,9 @@ from eventloom.validation import decode_json_input
 from gateway.cli.common import (
     EXIT_FAILED,
     EXIT_INVALID,
-    console,
     fail,
     on_stream,
+    out,
     print_json,
     run,
     settings_of,
@@ -100,18 +100,18 @@ def _print(report: VerifyReport) -> None:
         if item.stream_events is not None:
             counts += f", stream {item.stream_events}"
         if item.ok:
-            console.print(f"[green]ok[/]      {item.session}  ({counts} events)", highlight=False)
+            out.print(f"[green]ok[/]      {item.session}  ({counts} events)", highlight=False)
             continue
-        console.print(f"[red]BROKEN[/]  {item.session}  ({counts} events)", highlight=False)
+        out.print(f"[red]BROKEN[/]  {item.session}  ({counts} events)", highlight=False)
         for finding in item.findings:
-            console.print(
+            out.print(
                 escape(f"        seq {finding.seq} [{finding.where}]: {finding.reason}"), highlight=False
             )
     broken = sum(1 for item in report.sessions if not item.ok)
     if report.ok:
-        console.print(f"[green]verified[/]: {len(report.sessions)} session(s)", highlight=False)
+        out.print(f"[green]verified[/]: {len(report.sessions)} session(s)", highlight=False)
     else:
-        console.print(
+        out.print(
             f"[red]verification failed[/]: {broken} of {len(report.sessions)} session(s) broken",
             highlight=False,
         )

@@ -10,12 +10,22 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import msgspec
 import typer
-from rich.table import Table
 
 from eventloom.dlq import list_dead_letters, request_retry
 from eventloom.runtime import RoleState, RuntimeInfo, read_runtime
 from eventloom.settings import Settings
-from gateway.cli.common import EXIT_INVALID, console, fail, print_failing, print_json, run, settings_of
+from gateway.cli.common import (
+    EXIT_INVALID,
+    console,
+    fail,
+    out,
+    print_failing,
+    print_json,
+    print_table,
+    report_table,
+    run,
+    settings_of,
+)
 from projectors.partitions import parse_partitions
 from projectors.plugins import PRODUCERS_GROUP, PROJECTORS_GROUP, available
 
@@ -82,7 +92,7 @@ def projector_status(ctx: typer.Context, as_json: JsonOption = False) -> None:
         print_json(statuses)
         return
     columns = ["consumer", "state", "lag", "lag s", "rate/s", "applied", "dead letters", "refused"]
-    table = Table(*columns, "updated", "holder")
+    table = report_table(*columns, "updated", "holder")
     for s in statuses:
         rate = "-" if s.rate_per_s is None else f"{s.rate_per_s:.1f}"
         table.add_row(
@@ -97,7 +107,7 @@ def projector_status(ctx: typer.Context, as_json: JsonOption = False) -> None:
             s.updated_at or "-",
             s.holder or "-",
         )
-    console.print(table)
+    print_table(table)
     print_failing(failing)
 
 
@@ -135,7 +145,7 @@ def dlq_list(
             f"{letter.consumer}  stream seq {letter.stream_seq}  {where}  "
             f"attempts {letter.attempts}: {letter.error}"
         )
-    console.print(f"{len(letters)} dead letter(s)")
+    out.print(f"{len(letters)} dead letter(s)")
 
 
 @dlq_app.command("retry", help="Queue dead letters for another try; the consumer's worker applies them.")
@@ -202,9 +212,9 @@ def _list(
     for row in rows:
         print(f"{'*' if row[starred] else ' '} {row['name']:<24} {row['entry_point']}")
     if node is not None:
-        console.print(f"* = run by the node on {settings.data_dir} (pid {node.pid})")
+        out.print(f"* = run by the node on {settings.data_dir} (pid {node.pid})")
     else:
-        console.print(f"* = what `eventloom up` would run here (no node is running on {settings.data_dir})")
+        out.print(f"* = what `eventloom up` would run here (no node is running on {settings.data_dir})")
 
 
 def _projectors_of(node: RuntimeInfo) -> list[str]:
@@ -249,4 +259,4 @@ async def _run_worker(
             runner.lease.on_role = lambda role: _set_lease_role(heartbeat.capabilities, runner.consumer, role)
         async with heartbeat.running():
             await runner.run(stop)
-        console.print(f"stopped {runner.consumer}: {runner.stats}")
+        console.print(f"stopped {runner.consumer}: {runner.stats.summary()}", highlight=False)
