@@ -135,7 +135,19 @@ class Appender:
         return [appended.event for appended in await self.append_positioned(requests)]
 
     async def append_positioned(self, requests: Sequence[AppendRequest]) -> list[Appended]:
-        """`append_many`, each event with its position (with the stream sequence the stream acknowledged)."""
+        """`append_many`, each event with its position (with the stream sequence the stream acknowledged).
+        If any request is refused, the first refusal is raised once every request has its outcome."""
+        outcomes = await self.append_settled(requests)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return [outcome for outcome in outcomes if not isinstance(outcome, BaseException)]
+
+    async def append_settled(self, requests: Sequence[AppendRequest]) -> list[Appended | BaseException]:
+        """Each request's outcome, in order: its stored event, or why it was refused. Every request is
+        validated before anything is published (a bad one raises `EventValidationError`, nothing written);
+        a refusal at the tail (say a wrong expected seq) refuses that request and the ones batched with it,
+        while other sessions' requests may still land."""
         for index, request in enumerate(requests):
             try:
                 request.validated()
@@ -152,7 +164,7 @@ class Appender:
             futures.append(future)
             if writer.draining is None or writer.draining.done():
                 writer.draining = asyncio.create_task(self._drain(writer), name=f"append:{writer.session}")
-        return [await future for future in futures]  # cheaper than gather: they resolve together
+        return list(await asyncio.gather(*futures, return_exceptions=True))  # every outcome is retrieved
 
     def _writer(self, session: str) -> _SessionWriter:
         writer = self._writers.get(session)
