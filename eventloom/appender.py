@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 import msgspec
 import nats.errors
@@ -135,19 +135,15 @@ class Appender:
         return [appended.event for appended in await self.append_positioned(requests)]
 
     async def append_positioned(self, requests: Sequence[AppendRequest]) -> list[Appended]:
-        """`append_many`, each event with its position (with the stream sequence the stream acknowledged).
-        If any request is refused, the first refusal is raised once every request has its outcome."""
+        """`append_many` with positions; the first refusal is raised once every request has its outcome."""
         outcomes = await self.append_settled(requests)
-        for outcome in outcomes:
-            if isinstance(outcome, BaseException):
-                raise outcome
-        return [outcome for outcome in outcomes if not isinstance(outcome, BaseException)]
+        if refused := next((o for o in outcomes if isinstance(o, BaseException)), None):
+            raise refused
+        return cast("list[Appended]", outcomes)
 
     async def append_settled(self, requests: Sequence[AppendRequest]) -> list[Appended | BaseException]:
-        """Each request's outcome, in order: its stored event, or why it was refused. Every request is
-        validated before anything is published (a bad one raises `EventValidationError`, nothing written);
-        a refusal at the tail (say a wrong expected seq) refuses that request and the ones batched with it,
-        while other sessions' requests may still land."""
+        """Each request's stored event or refusal, in order. All are validated before any is published; a
+        refusal at the tail (a wrong expected seq) refuses the session's batch; other sessions may land."""
         for index, request in enumerate(requests):
             try:
                 request.validated()
