@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 import msgspec
 import nats.errors
@@ -135,7 +135,15 @@ class Appender:
         return [appended.event for appended in await self.append_positioned(requests)]
 
     async def append_positioned(self, requests: Sequence[AppendRequest]) -> list[Appended]:
-        """`append_many`, each event with its position (with the stream sequence the stream acknowledged)."""
+        """`append_many` with positions; the first refusal is raised once every request has its outcome."""
+        outcomes = await self.append_settled(requests)
+        if refused := next((o for o in outcomes if isinstance(o, BaseException)), None):
+            raise refused
+        return cast("list[Appended]", outcomes)
+
+    async def append_settled(self, requests: Sequence[AppendRequest]) -> list[Appended | BaseException]:
+        """Each request's stored event or refusal, in order. All are validated before any is published; a
+        refusal at the tail (a wrong expected seq) refuses the session's batch; other sessions may land."""
         for index, request in enumerate(requests):
             try:
                 request.validated()
@@ -152,7 +160,7 @@ class Appender:
             futures.append(future)
             if writer.draining is None or writer.draining.done():
                 writer.draining = asyncio.create_task(self._drain(writer), name=f"append:{writer.session}")
-        return [await future for future in futures]  # cheaper than gather: they resolve together
+        return list(await asyncio.gather(*futures, return_exceptions=True))  # every outcome is retrieved
 
     def _writer(self, session: str) -> _SessionWriter:
         writer = self._writers.get(session)

@@ -93,6 +93,10 @@ class EventLog:
         position to a read as `after` to read this write."""
         return await self.appender.append_positioned(requests)
 
+    async def append_settled(self, requests: Sequence[AppendRequest]) -> list[Appended | BaseException]:
+        """Each request's outcome in order, its stored event or why it was refused (see `Appender`)."""
+        return await self.appender.append_settled(requests)
+
     def events(
         self,
         session: str | None = None,

@@ -118,6 +118,49 @@ def test_eventloom_dev_neo4j_prints_credentials_and_stops_on_ctrl_c(neo4j_endpoi
             process.wait()
 
 
+def _dev_neo4j(data: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "gateway", "dev", "neo4j", "--json", "--data", str(data),
+         "--heap", "512m", "--page-cache-mib", "64"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={k: v for k, v in os.environ.items() if not k.startswith("NEO4J_")},
+    )  # fmt: skip
+
+
+def _run_dev_neo4j_once(data: Path, cypher: str) -> object:
+    """`eventloom dev neo4j --data DATA` until it answers `cypher`, then Ctrl-C; the query's value."""
+    process = _dev_neo4j(data)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line, process.communicate(timeout=60)[1]
+        described = json.loads(line)
+        endpoint = Neo4jEndpoint(described["uri"], described["user"], described["password"], "local")
+        value = one_value(endpoint, cypher)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(60) == 0
+        return value
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@pytest.mark.slow
+def test_eventloom_dev_neo4j_restarts_on_its_own_data(neo4j_endpoint: Neo4jEndpoint, tmp_path: Path) -> None:
+    data = tmp_path / "neo4j"
+    assert _run_dev_neo4j_once(data, "CREATE (n:Kept {v: 1}) RETURN n.v") == 1
+    kept = data / "eventloom-neo4j-password"
+    assert kept.stat().st_mode & 0o777 == 0o600
+    assert _run_dev_neo4j_once(data, "MATCH (n:Kept) RETURN count(n)") == 1  # same data, same password
+    kept.unlink()  # lost: a new password is made and set; the data stays
+    assert _run_dev_neo4j_once(data, "MATCH (n:Kept) RETURN count(n)") == 1
+    assert kept.stat().st_mode & 0o777 == 0o600
+
+
 def _argv_of_java_processes() -> list[str]:
     listing = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
     return [line for line in listing.splitlines() if "Neo4jLauncher" in line]

@@ -77,16 +77,26 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run a command's coroutine; known errors become a one-line message and an exit code."""
     try:
         return asyncio.run(coroutine)
-    except EventValidationError as exc:
-        fail(f"invalid input: {exc}", EXIT_INVALID)
-    except NodeNotRunningError as exc:
-        fail(str(exc), EXIT_NO_NODE)
-    except (WrongExpectedSeqError, IdempotencyConflictError) as exc:
-        fail(str(exc), EXIT_CONFLICT)
     except EventloomError as exc:
-        fail(str(exc), EXIT_FAILED)
+        fail(message_of(exc), exit_code_of(exc))
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
+
+
+def exit_code_of(exc: EventloomError) -> int:
+    """The exit code a known error ends a command with."""
+    if isinstance(exc, EventValidationError):
+        return EXIT_INVALID
+    if isinstance(exc, NodeNotRunningError):
+        return EXIT_NO_NODE
+    if isinstance(exc, WrongExpectedSeqError | IdempotencyConflictError):
+        return EXIT_CONFLICT
+    return EXIT_FAILED
+
+
+def message_of(exc: EventloomError) -> str:
+    """A known error's one-line message."""
+    return f"invalid input: {exc}" if isinstance(exc, EventValidationError) else str(exc)
 
 
 def fail(message: str, code: int = EXIT_FAILED) -> NoReturn:

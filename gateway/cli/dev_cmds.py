@@ -27,7 +27,11 @@ def register(app: typer.Typer) -> None:
 def dev_neo4j(
     port: Annotated[int, typer.Option(help="Bolt port (default: a free one)")] = 0,
     data: Annotated[
-        Path | None, typer.Option(help="Keep the database in this directory (default: a temporary one)")
+        Path | None,
+        typer.Option(
+            help="Keep the database in this directory (default: a temporary one); its password is kept "
+            "there too (eventloom-neo4j-password, mode 0600), so a restart on it reuses it"
+        ),
     ] = None,
     page_cache_mib: Annotated[int, typer.Option(help="Page cache size in MiB")] = 512,
     heap: Annotated[str, typer.Option(help="JVM heap, e.g. 2g")] = "2g",
@@ -36,7 +40,10 @@ def dev_neo4j(
     missing = missing_tools()
     if missing is not None:
         fail(missing, EXIT_FAILED)
-    server = LocalNeo4j(data, port=port or None, page_cache_mib=page_cache_mib, heap=heap)
+    try:
+        server = LocalNeo4j(data, port=port or None, page_cache_mib=page_cache_mib, heap=heap)
+    except Neo4jUnavailable as exc:  # an unreadable password file: said at once, before any wait
+        fail(str(exc), EXIT_FAILED)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())

@@ -4,19 +4,28 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import msgspec
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from eventloom.errors import EventValidationError
+from eventloom.errors import EventloomError, EventValidationError
 from eventloom.event import encode_event, os_principal
 from eventloom.position import Appended
 from eventloom.request import AppendRequest
 from eventloom.settings import Settings
 from eventloom.validation import decode_json_input
-from gateway.cli.common import EXIT_INVALID, console, fail, print_json, run, settings_of
+from gateway.cli.common import (
+    EXIT_INVALID,
+    console,
+    exit_code_of,
+    fail,
+    message_of,
+    print_json,
+    run,
+    settings_of,
+)
 
 _IMPORT_CHUNK = 1000
 
@@ -94,7 +103,7 @@ def append(
     principal = os_principal()  # who ran the command: recorded in each event's envelope
     requests = [msgspec.structs.replace(request, principal=principal) for request in requests]
     _validate_all(requests, places)
-    run(_append(settings, requests))
+    run(_append(settings, requests, places))
 
 
 def _parse_payload(text: str) -> dict[str, Any]:
@@ -131,20 +140,59 @@ def _validate_all(requests: list[AppendRequest], places: list[str]) -> None:
             fail(f"invalid input: {where}{exc}", EXIT_INVALID)
 
 
-async def _append(settings: Settings, requests: list[AppendRequest]) -> None:
+async def _append(settings: Settings, requests: list[AppendRequest], places: list[str]) -> None:
+    """Append in file order, printing each stored event; the first refused line stops the import."""
     from eventloom.log import EventLog  # noqa: PLC0415 (imported when the command runs)
 
+    done = 0
     async with await EventLog.open(settings, persistent=False) as log:
-        if len(requests) <= _IMPORT_CHUNK:
-            for appended in await log.append_positioned(requests):
-                _print_appended(appended)
-            return
-        with _progress() as progress:
+        with _progress(enabled=len(requests) > _IMPORT_CHUNK) as progress:
             task = progress.add_task("appending", total=len(requests))
-            for start in range(0, len(requests), _IMPORT_CHUNK):
-                for appended in await log.append_positioned(requests[start : start + _IMPORT_CHUNK]):
-                    _print_appended(appended)
-                progress.advance(task, min(_IMPORT_CHUNK, len(requests) - start))
+            for segment in _segments(requests):
+                outcomes = await log.append_settled(requests[segment.start : segment.stop])
+                refused = [
+                    (index, outcome)
+                    for index, outcome in zip(segment, outcomes, strict=True)
+                    if not isinstance(outcome, Appended)
+                ]
+                for outcome in outcomes:
+                    if isinstance(outcome, Appended):
+                        _print_appended(outcome)
+                        done += 1
+                if refused:
+                    _stop(*refused[0], places, done, len(requests) - done)
+                progress.advance(task, len(segment))
+
+
+def _segments(requests: list[AppendRequest]) -> list[range]:
+    """Runs of lines appended one after the other. A line that can be refused at the tail (it has an
+    expected_seq or an idempotency_key) is a run of its own, so nothing after it is written if it is
+    refused; the lines between are appended together, up to `_IMPORT_CHUNK` at a time."""
+    runs: list[range] = []
+    start = 0
+    for index, request in enumerate(requests):
+        conditional = request.expected_seq is not None or request.idempotency_key is not None
+        if index > start and (conditional or index - start >= _IMPORT_CHUNK):
+            runs.append(range(start, index))
+            start = index
+        if conditional:
+            runs.append(range(index, index + 1))
+            start = index + 1
+    if start < len(requests):
+        runs.append(range(start, len(requests)))
+    return runs
+
+
+def _stop(index: int, refusal: BaseException, places: list[str], done: int, left: int) -> NoReturn:
+    """End the command on the first refused line, naming it and what was and was not written."""
+    if not isinstance(refusal, EventloomError):
+        raise refusal
+    message = f"{places[index]}{message_of(refusal)}"
+    if places[index]:  # from a file
+        message += (
+            f"\nimport stopped: {done} line(s) appended (printed on stdout), {left} not, from this one on"
+        )
+    fail(message, exit_code_of(refusal))
 
 
 def _print_appended(appended: Appended) -> None:
@@ -163,7 +211,7 @@ def _print_appended(appended: Appended) -> None:
     )
 
 
-def _progress() -> Progress:
+def _progress(*, enabled: bool) -> Progress:
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -171,6 +219,7 @@ def _progress() -> Progress:
         TimeRemainingColumn(),
         console=console,
         transient=False,
+        disable=not enabled,
     )
 
 

@@ -32,8 +32,17 @@ public final class Neo4jLauncher {
             .setConfig(GraphDatabaseSettings.pagecache_memory, ByteUnit.mebiBytes(pageCacheMiB))
             .setConfig(GraphDatabaseSettings.keep_logical_logs, "1 files")
             .build();
-        dbms.database("system").executeTransactionally(
-            "ALTER USER neo4j SET PASSWORD $password CHANGE NOT REQUIRED", Map.of("password", password));
+        try {
+            dbms.database("system").executeTransactionally(
+                "ALTER USER neo4j SET PASSWORD $password CHANGE NOT REQUIRED", Map.of("password", password));
+        } catch (RuntimeException e) {
+            // A restart on its own data with the password it already has: Neo4j refuses to "change" it.
+            if (!String.valueOf(e.getMessage()).contains("Old password and new password cannot be the same")) {
+                e.printStackTrace();
+                dbms.shutdown();  // else the database's threads keep a server running that never said READY
+                System.exit(1);
+            }
+        }
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             dbms.shutdown();

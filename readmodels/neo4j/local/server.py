@@ -4,7 +4,8 @@ For the test suite, the benchmarks and `eventloom dev neo4j`, on machines with `
 Docker engine. The jars are resolved once into a cache outside the repository (`~/.cache/eventloom/
 neo4j-<version>`, or `EVENTLOOM_NEO4J_CACHE`), the launcher is compiled once per source change, and the
 server listens for Bolt on 127.0.0.1 only, on a free port, with its data in a temporary directory. The
-password is random and reaches the JVM through its environment, never its command line.
+password is random and reaches the JVM through its environment, never its command line; with a data
+directory of the caller's, it is kept beside the data (`kept_password`), so the server restarts on it.
 """
 
 from __future__ import annotations
@@ -108,6 +109,32 @@ def _run(command: list[str], doing: str) -> None:
         raise Neo4jUnavailable(f"{doing} failed (exit {done.returncode}): {tail}")
 
 
+PASSWORD_FILE: Final = "eventloom-neo4j-password"  # noqa: S105 (a file name, not a password)
+
+
+def kept_password(home: Path) -> str:
+    """The password of the server whose data is in `home`, kept in `home/PASSWORD_FILE` (mode 0600): made
+    and written on the first start, read on the next, so `NEO4J_PASSWORD` stays valid across restarts. The
+    launcher sets the password at every start, so a lost file costs only a new password, not the data."""
+    kept = home / PASSWORD_FILE
+    try:
+        password = kept.read_text().strip()
+    except FileNotFoundError:
+        pass
+    else:
+        if len(password) < 8:
+            raise Neo4jUnavailable(
+                f"{kept}: expected a Neo4j password of 8+ characters on one line (delete it for a new one)"
+            )
+        return password
+    home.mkdir(parents=True, exist_ok=True)
+    password = secrets.token_urlsafe(18)
+    descriptor = os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(password + "\n")
+    return password
+
+
 class LocalNeo4j:
     """A Neo4j server process on 127.0.0.1; `stop` then `start` keeps its port, password and data."""
 
@@ -123,11 +150,12 @@ class LocalNeo4j:
         self._owns_home = home is None
         self.home = Path(tempfile.mkdtemp(prefix="eventloom-neo4j-")) if home is None else home
         self.port = port or free_port()
-        self.password = secrets.token_urlsafe(18)
+        self.password = secrets.token_urlsafe(18) if home is None else kept_password(home)
         self._page_cache_mib = page_cache_mib
         self._heap = heap
         self._startup_timeout_s = startup_timeout_s
         self._process: subprocess.Popen[bytes] | None = None
+        self._log_start = 0
 
     @property
     def endpoint(self) -> Neo4jEndpoint:
@@ -145,6 +173,7 @@ class LocalNeo4j:
             return self.endpoint
         classpath = prepare_classpath()
         self.home.mkdir(parents=True, exist_ok=True)
+        self._log_start = self.log_file.stat().st_size if self.log_file.exists() else 0
         with open(self.log_file, "ab") as log:
             self._process = subprocess.Popen(
                 ["java", f"-Xmx{self._heap}", "-XX:+UseG1GC", "-cp", classpath, LAUNCHER,
@@ -162,7 +191,7 @@ class LocalNeo4j:
 
     def _wait_until_ready(self) -> None:
         deadline = time.monotonic() + self._startup_timeout_s
-        while b"READY bolt://" not in self.log_file.read_bytes():
+        while b"READY bolt://" not in self.log_file.read_bytes()[self._log_start :]:  # not a past start's
             assert self._process is not None
             if self._process.poll() is not None:
                 raise Neo4jUnavailable(f"Neo4j exited with {self._process.returncode}: {self.log_tail()}")
