@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import random
 from collections import deque
@@ -30,6 +29,7 @@ from eventloom.errors import (
     WrongExpectedSeqError,
 )
 from eventloom.event import Event, encode_event
+from eventloom.idempotency_records import recall, remember
 from eventloom.keys import KeyStore, Signer
 from eventloom.position import Appended, Position
 from eventloom.request import AppendRequest
@@ -294,7 +294,7 @@ class Appender:
         assert request.idempotency_key is not None
         kv = await self._transient_retried(self._idempotency_kv)
         kv_key = f"{writer.session}.{hashlib.sha256(request.idempotency_key.encode()).hexdigest()[:40]}"
-        entry = await self._transient_retried(lambda: _recall(kv, kv_key))
+        entry = await self._transient_retried(lambda: recall(kv, kv_key))
         stale: int | None = None  # a record naming another session's event (a restored stream): replaced
         if entry is not None and entry.value:
             recorded = (await event_at(self._client, self._layout, int(entry.value))).event
@@ -329,7 +329,7 @@ class Appender:
             else:
                 writer.tail = _Tail(event.seq, event.hash, event.ts, int(ack.seq))
                 original = event
-            await self._transient_retried(partial(_remember, kv, kv_key, int(ack.seq), stale))
+            await self._transient_retried(partial(remember, kv, kv_key, int(ack.seq), stale))
             return _repeated(request, original, int(ack.seq))
         if unavailable is not None:
             raise BusUnavailableError(f"NATS did not confirm the append: {unavailable!r}") from unavailable
@@ -384,21 +384,6 @@ def _check_expected(session: str, expected: int | None, actual: int) -> None:
     checked again, so a conflict is never missed."""
     if expected is not None and expected != actual:
         raise WrongExpectedSeqError(session, expected, actual)
-
-
-async def _recall(kv: KeyValue, key: str) -> KeyValue.Entry | None:
-    try:
-        return await kv.get(key)
-    except nats.js.errors.KeyNotFoundError:
-        return None
-
-
-async def _remember(kv: KeyValue, key: str, stream_seq: int, stale: int | None = None) -> None:
-    with contextlib.suppress(nats.js.errors.KeyWrongLastSequenceError):  # the first writer recorded it
-        if stale is None:
-            await kv.create(key, str(stream_seq).encode())
-        else:
-            await kv.update(key, str(stream_seq).encode(), last=stale)
 
 
 async def _jitter(attempt: int, base: float = 0.002) -> None:
