@@ -194,7 +194,7 @@ async def _shows_failing(settings: Settings) -> None:
     (mirror,) = [c for c in report["consumers"] if c["name"] == "ledger-mirror"]
     assert mirror["lag"] > 0  # nothing acknowledged that is not in the ledger
     health = await asyncio.to_thread(run_cli, settings, "health", "ledger")  # compose's healthcheck
-    assert health.returncode == 1 and "ledger-mirror" in health.stderr, health.stderr
+    assert health.returncode == 1 and "ledger-mirror" in health.stdout, health.stdout + health.stderr
 
 
 def _nats_pid(settings: Settings) -> int | None:
