@@ -17,7 +17,7 @@ from readmodels.graph.protocol import GraphStore
 from readmodels.inferred.protocol import InferredStore
 from readmodels.keyword.protocol import KeywordStore
 from readmodels.query.local import LocalMemory
-from readmodels.retrieval.retriever import ReadModels
+from readmodels.retrieval.read_models import ReadModels
 from readmodels.vector.protocol import VectorStore
 
 MEMORY_PROJECTORS = ("graph", "keyword", "vector")

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from readmodels.query.protocol import MemoryService, MemoryUnavailableError
     from readmodels.retrieval.causal_chains import CausalChain, CausalRequest
     from readmodels.retrieval.model import Citation, Hit, Query, QueryResult
-    from readmodels.retrieval.retriever import ReadModels, Retriever
+    from readmodels.retrieval.read_models import ReadModels
+    from readmodels.retrieval.retriever import Retriever
     from readmodels.tracking import Housekeeping, TrackingRecorder
     from readmodels.vector.embedders import Embedder
     from readmodels.vector.protocol import VectorStore
@@ -55,7 +56,7 @@ _LAZY: dict[str, str] = {
     "MemoryUnavailableError": "readmodels.query.protocol",
     "Query": "readmodels.retrieval.model",
     "QueryResult": "readmodels.retrieval.model",
-    "ReadModels": "readmodels.retrieval.retriever",
+    "ReadModels": "readmodels.retrieval.read_models",
     "Retriever": "readmodels.retrieval.retriever",
     "TrackingRecorder": "readmodels.tracking",
     "VectorStore": "readmodels.vector.protocol",

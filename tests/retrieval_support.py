@@ -13,7 +13,7 @@ from readmodels.embedded.inferred_store import SqliteInferredStore
 from readmodels.embedded.keyword_store import SqliteKeywordStore
 from readmodels.embedded.vector_store import SqliteVectorStore
 from readmodels.graph.protocol import GraphStore
-from readmodels.retrieval.retriever import ReadModels
+from readmodels.retrieval.read_models import ReadModels
 from readmodels.vector.embedders import HashEmbedder
 from tests.test_graph_support import SessionLog, fact, project, ts
 

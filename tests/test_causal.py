@@ -26,7 +26,7 @@ from readmodels.query.protocol import MemoryUnavailableError
 from readmodels.query.service import SUBJECT_PREFIX, Reply, serve_memory
 from readmodels.retrieval.causal_chains import CausalChain, CausalRequest, Direction, causal_chain
 from readmodels.retrieval.model import QueryError
-from readmodels.retrieval.retriever import ReadModels
+from readmodels.retrieval.read_models import ReadModels
 from tests import test_graph_support as support
 from tests.conftest import run_cli
 from tests.runtime_support import drained

@@ -29,7 +29,7 @@ from readmodels.retrieval.causal_reads import (
     causal_paths,
 )
 from readmodels.retrieval.model import QueryError
-from readmodels.retrieval.retriever import ReadModels
+from readmodels.retrieval.read_models import ReadModels
 from tests import test_graph_support as support
 from tests.causal_support import processed
 from tests.conftest import run_cli

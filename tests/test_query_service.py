@@ -25,7 +25,7 @@ from readmodels.query.local import LocalMemory
 from readmodels.query.protocol import MemoryUnavailableError
 from readmodels.query.service import serve_memory
 from readmodels.retrieval.model import Query, QueryError
-from readmodels.retrieval.retriever import ReadModels
+from readmodels.retrieval.read_models import ReadModels
 from readmodels.vector.embedders import HashEmbedder
 from tests.conftest import run_cli
 from tests.runtime_support import drained

@@ -15,7 +15,8 @@ from readmodels.documents import DocKind
 from readmodels.graph.protocol import GraphStore
 from readmodels.keyword.protocol import KeywordHit
 from readmodels.retrieval.model import Hit, Query, QueryError, QueryResult
-from readmodels.retrieval.retriever import ReadModels, Retriever
+from readmodels.retrieval.read_models import ReadModels
+from readmodels.retrieval.retriever import Retriever
 from tests.retrieval_support import StoryModels, memory_story, story_models
 from tests.test_graph_support import backend, fresh_store, graph_store, ts  # noqa: F401
 

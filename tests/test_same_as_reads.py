@@ -12,7 +12,8 @@ from projectors.producers.entity_resolution import EntityResolutionProducer
 from readmodels.graph.equivalence import same_as_classes
 from readmodels.graph.protocol import GraphStore
 from readmodels.retrieval.model import Query, QueryResult
-from readmodels.retrieval.retriever import ReadModels, Retriever
+from readmodels.retrieval.read_models import ReadModels
+from readmodels.retrieval.retriever import Retriever
 from tests import test_graph_support as support
 from tests.causal_support import MemoryState
 from tests.test_entity_resolution import StateOnly

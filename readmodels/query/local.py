@@ -34,7 +34,8 @@ from readmodels.retrieval.causal_reads import (
 )
 from readmodels.retrieval.graph_view import graph_view
 from readmodels.retrieval.model import Query, QueryResult
-from readmodels.retrieval.retriever import ReadModels, Retriever
+from readmodels.retrieval.read_models import ReadModels
+from readmodels.retrieval.retriever import Retriever
 from readmodels.view import ViewGraph, ViewRequest
 
 S = TypeVar("S", bound=msgspec.Struct)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import Final, TypeVar
 
 import msgspec
 
@@ -11,9 +11,7 @@ from eventloom.position import Position
 from readmodels.consistency import Consistency, wait_applied
 from readmodels.retrieval.fusion import LANES, Lane
 from readmodels.retrieval.model import Query, QueryResult
-
-if TYPE_CHECKING:  # the retriever imports this module
-    from readmodels.retrieval.retriever import ReadModels
+from readmodels.retrieval.read_models import ReadModels
 
 LANE_MODELS: Final[Mapping[Lane, str]] = {
     "exact": "graph",

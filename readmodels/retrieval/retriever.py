@@ -18,12 +18,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final, TypeVar
 
 import msgspec
 
-from readmodels.consistency import Hurry, Progress
 from readmodels.graph.lookup import Span, cited_spans
 from readmodels.graph.model import InvalidGraphWrite, canonical_ts
 from readmodels.graph.records import EntityVersion
@@ -53,12 +52,7 @@ from readmodels.retrieval.model import (
     TaskState,
 )
 from readmodels.retrieval.ordering import Ordering, lane_hits
-from readmodels.retrieval.protocol import (
-    DocumentSearch,
-    GraphReads,
-    TrustLookup,
-    VectorSearch,
-)
+from readmodels.retrieval.read_models import ReadModels
 from readmodels.retrieval.resolve import Resolved, resolve_entities
 from readmodels.retrieval.same_as import classes_of, merge_same_as, within_session
 from readmodels.retrieval.spreads import lane_spreads
@@ -70,21 +64,6 @@ MIN_POOL: Final = 50
 WORD_LANES: Final = ("exact", "keyword", "verbatim")
 """The lanes that find a candidate by the question's words (the vector lane finds something for any)."""
 LANE_TIMEOUT_S: Final = 5.0
-
-
-@dataclass(frozen=True)
-class ReadModels:
-    """The read models a retriever may use; any may be missing (its lanes then report so)."""
-
-    keyword: DocumentSearch | None = None
-    vector: VectorSearch | None = None
-    graph: GraphReads | None = None
-    trust: TrustLookup | None = None
-    progress: Mapping[str, Progress] = field(default_factory=dict)
-    """Each read model's progress through the log, by projector name (`graph`, `keyword`, `vector`,
-    `inferred`): what a read given `after` waits on."""
-    hurry: Hurry | None = None
-    """Tells the projectors of lagging read models that a reader waits (those running in this process)."""
 
 
 @dataclass(frozen=True)
